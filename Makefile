@@ -1,0 +1,58 @@
+# metacog-book: two commands.
+#   make book   set up .venv and build the book (prints where index.html is)
+#   make test   set up .venv (with the local models) and run the test suite
+# Everything else here is a step of those two.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+# The public data mirror: $METACOG_DATA_MIRROR if set, else ../shared/data when it exists.
+ifeq ($(strip $(METACOG_DATA_MIRROR)),)
+  ifneq ($(wildcard ../shared/data/SOURCES.md),)
+    export METACOG_DATA_MIRROR := $(abspath ../shared/data)
+  endif
+endif
+
+.PHONY: book test check elicit bench clean venv-book venv-test system-test
+
+book: venv-book
+	$(BIN)/metacog book
+
+test: venv-test system-test
+	$(BIN)/python -m pytest
+
+check: venv-book
+	$(BIN)/metacog check
+
+# --- environments -------------------------------------------------------------------------
+
+$(BIN)/python:
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "metacog-book needs Python >= 3.11"'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip wheel setuptools
+
+$(VENV)/.book-ready: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[book,elicit]'
+	touch $@
+
+$(VENV)/.test-ready: pyproject.toml $(VENV)/.book-ready
+	$(BIN)/python -m pip install -q -e '.[book,elicit,test]'
+	touch $@
+
+venv-book: $(VENV)/.book-ready
+venv-test: $(VENV)/.test-ready
+
+# Debian packages the tests use: headless Chromium for the rendering test.
+system-test:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian chromium for the browser test"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium is missing: sudo apt-get install chromium (the browser test will be skipped)"; fi; }
+
+bench: venv-test
+	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf _build

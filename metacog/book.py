@@ -1,0 +1,291 @@
+"""Build the book: execute every chapter with papermill, then render with Jupyter Book 1.x.
+
+The chapters and their parameter sets are declared in ``notebooks/manifest.yml``.
+Every chapter source is a jupytext text notebook with exactly one cell tagged
+``parameters`` that holds plain literal assignments. Before anything runs, each
+parameter set is checked against that cell: an unknown name or a value of the
+wrong type stops the build, naming the notebook and the parameter.
+
+Executed copies go to ``_build/src`` next to the prose pages; ``jupyter-book
+build`` (with ``execute_notebooks: off``) turns that tree into HTML. One
+failing chapter fails the whole build.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+MANIFEST = "notebooks/manifest.yml"
+
+
+class BookError(RuntimeError):
+    """The book could not be built; the message says which chapter and why."""
+
+
+class ParameterError(BookError, ValueError):
+    """A parameter set does not fit a notebook's parameters cell."""
+
+
+@dataclass
+class Chapter:
+    page: str  # page name in the book and file stem of the executed notebook
+    source: Path  # jupytext source, relative to the repo root
+    parameter_set: str
+    parameters: dict = field(default_factory=dict)
+
+
+def _read_notebook(path: Path):
+    import jupytext
+
+    fmt = {".md": "md:myst", ".py": "py:percent"}.get(path.suffix)
+    if fmt is None:
+        raise BookError(f"{path}: chapter sources are MyST markdown (.md) or percent scripts (.py).")
+    try:
+        return jupytext.read(path, fmt=fmt)
+    except Exception as exc:  # jupytext raises many types; name the file
+        raise BookError(f"{path}: cannot be read as a jupytext notebook ({exc}).") from None
+
+
+def notebook_parameters(path: Path) -> dict:
+    """The defaults in the notebook's single ``parameters`` cell, as Python values."""
+    nb = _read_notebook(path)
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise ParameterError(f"{path}: needs exactly one cell tagged 'parameters', found {len(cells)}.")
+    try:
+        tree = ast.parse(cells[0].source)
+    except SyntaxError as exc:
+        raise ParameterError(f"{path}: the parameters cell is not valid Python ({exc.msg}, "
+                             f"line {exc.lineno}).") from None
+    params = {}
+    for node in tree.body:
+        if not (isinstance(node, (ast.Assign, ast.AnnAssign))):
+            raise ParameterError(f"{path}: parameters cell line {node.lineno}: only plain "
+                                 f"assignments of literals are allowed.")
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+            raise ParameterError(f"{path}: parameters cell line {node.lineno}: assign one name at a time.")
+        try:
+            value = ast.literal_eval(node.value)
+        except ValueError:
+            raise ParameterError(f"{path}: parameter {targets[0].id!r} (line {node.lineno}) is not "
+                                 f"a plain literal; parameters hold literals only.") from None
+        params[targets[0].id] = value
+    return params
+
+
+def _type_ok(default, value) -> bool:
+    if default is None or value is None:
+        return True
+    if isinstance(default, bool) or isinstance(value, bool):
+        return isinstance(default, bool) and isinstance(value, bool)
+    if isinstance(default, float):
+        return isinstance(value, (int, float))
+    if isinstance(default, (list, tuple)):
+        if not isinstance(value, (list, tuple)):
+            return False
+        kinds = {type(x) for x in default}
+        return not kinds or all(type(x) in kinds or (float in kinds and isinstance(x, int)) for x in value)
+    return isinstance(value, type(default))
+
+
+def check_parameters(source: Path, parameters: dict, *, set_name: str = "") -> dict:
+    """Merge ``parameters`` over the notebook defaults, refusing unknown names and wrong types."""
+    defaults = notebook_parameters(source)
+    where = f"{source}" + (f" (parameter set {set_name!r})" if set_name else "")
+    for name, value in parameters.items():
+        if name not in defaults:
+            raise ParameterError(f"{where}: unknown parameter {name!r}; the notebook's parameters "
+                                 f"are {sorted(defaults)}.")
+        if not _type_ok(defaults[name], value):
+            raise ParameterError(f"{where}: parameter {name!r} should be like {defaults[name]!r} "
+                                 f"({type(defaults[name]).__name__}), got {value!r} "
+                                 f"({type(value).__name__}).")
+    return {**defaults, **parameters}
+
+
+def load_manifest(root: Path = ROOT, manifest: str = MANIFEST) -> list[Chapter]:
+    """Read and check the manifest: every chapter, its source and its merged parameters."""
+    path = root / manifest
+    try:
+        spec = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise BookError(f"{path}: not valid YAML ({exc}).") from None
+    sets = spec.get("parameter_sets", {}) or {}
+    chapters, pages = [], set()
+    for n, entry in enumerate(spec.get("chapters", []), 1):
+        missing = {"page", "source", "parameters"} - set(entry)
+        if missing:
+            raise BookError(f"{path}: chapter {n} lacks {sorted(missing)}.")
+        if entry["page"] in pages:
+            raise BookError(f"{path}: page {entry['page']!r} is listed twice.")
+        pages.add(entry["page"])
+        source = root / entry["source"]
+        if not source.exists():
+            raise BookError(f"{path}: chapter {entry['page']!r}: source {entry['source']} does not exist.")
+        set_name = entry["parameters"]
+        if set_name not in sets:
+            raise BookError(f"{path}: chapter {entry['page']!r}: parameter set {set_name!r} is not "
+                            f"defined under parameter_sets (defined: {sorted(sets)}).")
+        params = check_parameters(source, sets[set_name] or {}, set_name=set_name)
+        chapters.append(Chapter(entry["page"], Path(entry["source"]), set_name, params))
+    return chapters
+
+
+def page_title(source: Path) -> str:
+    """The first level-1 heading of a notebook source."""
+    nb = _read_notebook(source)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    raise BookError(f"{source}: has no '# Title' heading; every page needs a distinct title.")
+
+
+def execute_chapter(chapter: Chapter, out_dir: Path, root: Path = ROOT) -> Path:
+    """Execute one chapter with papermill into ``out_dir/<page>.ipynb``."""
+    import jupytext
+    import papermill
+
+    nb = _read_notebook(root / chapter.source)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staged = out_dir / f".{chapter.page}.source.ipynb"
+    jupytext.write(nb, staged, fmt="ipynb")
+    target = out_dir / f"{chapter.page}.ipynb"
+    try:
+        papermill.execute_notebook(
+            str(staged), str(target), parameters=chapter.parameters, cwd=str(root),
+            kernel_name="python3", progress_bar=False, log_output=False,
+        )
+    except Exception as exc:
+        raise BookError(f"chapter {chapter.page!r} ({chapter.source}) failed: "
+                        f"{type(exc).__name__}: {_first_lines(str(exc))}") from None
+    finally:
+        staged.unlink(missing_ok=True)
+    _show_parameters_once(target)
+    return target
+
+
+def _show_parameters_once(path: Path) -> None:
+    """Hide the default parameters cell when papermill injected the values actually used."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    tags = [c.metadata.get("tags", []) for c in nb.cells]
+    if any("injected-parameters" in t for t in tags):
+        for cell, t in zip(nb.cells, tags):
+            if "parameters" in t and "remove-cell" not in t:
+                cell.metadata["tags"] = t + ["remove-cell"]
+        nbformat.write(nb, path)
+
+
+def _first_lines(text: str, n: int = 25) -> str:
+    lines = text.strip().splitlines()
+    return "\n".join(lines[-n:])
+
+
+def _fingerprint(chapter: Chapter, root: Path) -> str:
+    """What an executed chapter depends on: its source, parameters, the package and the data caches."""
+    h = hashlib.sha256()
+    h.update((root / chapter.source).read_bytes())
+    h.update(json.dumps(chapter.parameters, sort_keys=True).encode())
+    for folder in ("metacog", "data"):
+        for p in sorted((root / folder).rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts:
+                h.update(str(p.relative_to(root)).encode())
+                h.update(str(p.stat().st_size).encode())
+                h.update(hashlib.sha256(p.read_bytes()).digest() if p.stat().st_size < 50_000_000 else b"")
+    h.update(os.environ.get("METACOG_DATA_MIRROR", "").encode())
+    return h.hexdigest()
+
+
+def build(root: Path = ROOT, *, only: list[str] | None = None, html: bool = True,
+          reuse: bool = True, out: Path | None = None) -> Path:
+    """Execute the chapters and render the book; return the path of index.html."""
+    out = out or root / "_build"
+    src = out / "src"
+    chapters = load_manifest(root)
+    titles: dict[str, str] = {}
+    for ch in chapters:
+        title = page_title(root / ch.source)
+        if title in titles:
+            raise BookError(f"pages {titles[title]!r} and {ch.page!r} share the title {title!r}; "
+                            f"every page needs a distinct title.")
+        titles[title] = ch.page
+    _stage_static(root, src)
+    stamps_file = out / "executed.json"
+    stamps = json.loads(stamps_file.read_text()) if stamps_file.exists() and reuse else {}
+    failures = []
+    for ch in chapters:
+        if only and ch.page not in only:
+            continue
+        target = src / "notebooks" / f"{ch.page}.ipynb"
+        fp = _fingerprint(ch, root)
+        if reuse and stamps.get(ch.page) == fp and target.exists():
+            print(f"[book] {ch.page}: unchanged, reusing the executed copy", flush=True)
+            continue
+        t0 = time.time()
+        print(f"[book] {ch.page}: executing {ch.source} with parameter set {ch.parameter_set!r}", flush=True)
+        try:
+            execute_chapter(ch, src / "notebooks", root)
+        except BookError as exc:
+            failures.append(str(exc))
+            stamps.pop(ch.page, None)
+            target.unlink(missing_ok=True)
+            print(f"[book] {ch.page}: FAILED", flush=True)
+            continue
+        stamps[ch.page] = fp
+        stamps_file.parent.mkdir(parents=True, exist_ok=True)
+        stamps_file.write_text(json.dumps(stamps, indent=1))
+        print(f"[book] {ch.page}: done in {time.time() - t0:.1f}s", flush=True)
+    if failures:
+        raise BookError("the book was not built; failing chapter(s):\n" + "\n\n".join(failures))
+    missing = [ch.page for ch in chapters if not (src / "notebooks" / f"{ch.page}.ipynb").exists()]
+    if missing:
+        raise BookError(f"chapters {missing} have no executed copy; run without --only first.")
+    if not html:
+        return src
+    return render(src, out)
+
+
+def _stage_static(root: Path, src: Path) -> None:
+    src.mkdir(parents=True, exist_ok=True)
+    for name in ("_config.yml", "_toc.yml", "references.bib"):
+        if (root / name).exists():
+            shutil.copy2(root / name, src / name)
+    if (src / "book").exists():
+        shutil.rmtree(src / "book")
+    shutil.copytree(root / "book", src / "book")
+
+
+def render(src: Path, out: Path) -> Path:
+    """Run ``jupyter-book build`` (warnings are errors) on the staged tree."""
+    site = out / "site"
+    if site.exists():
+        shutil.rmtree(site)
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [str(jb), "build", str(src), "--path-output", str(site), "-W", "-n", "--keep-going"]
+    print("[book] " + " ".join(cmd), flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    log = out / "jupyter-book.log"
+    log.write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        raise BookError(f"jupyter-book build failed (exit {proc.returncode}); full log in {log}:\n"
+                        + _first_lines(proc.stdout + proc.stderr, 40))
+    index = site / "_build" / "html" / "index.html"
+    if not index.exists():
+        raise BookError(f"jupyter-book reported success but {index} is missing; see {log}.")
+    return index

@@ -1,0 +1,84 @@
+"""The tidy response schema: one row per model x item x probe (x sample).
+
+Every table of model responses in the book, whether loaded from a public log
+(Atlas, Battery) or produced by :mod:`metacog.elicit`, has these columns.
+Columns a source cannot fill are present and missing (NaN / None).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+#: Column name -> (dtype, description). The order is the column order.
+COLUMNS: dict[str, tuple[str, str]] = {
+    "model": ("string", "Canonical model id, e.g. 'gpt-5.4' or 'local/smollm2-135m'."),
+    "item_id": ("string", "Item id, unique within the benchmark."),
+    "benchmark": ("string", "Source of the item: 'atlas', 'battery', 'squad', 'mmlu_pro', ..."),
+    "probe": ("string", "What was asked: 'answer', 'answer_no_context', 'prospective', "
+              "'counterfactual', 'c0', 'c1', 'c2', 'verbal_confidence', 'keep_withdraw', "
+              "'bet_nobet', 'path_choice'."),
+    "sample": ("Int64", "Repeat index for repeated sampling of the same call; 0 for the first."),
+    "domain": ("string", "Item domain or category (benchmark-specific coarse grouping)."),
+    "subject": ("string", "Finer item grouping (MMLU subject, Battery track, LegalBench task...)."),
+    "decision": ("string", "Parsed decision: 'yes'/'no'/'abstain' for judgments, the answer text or letter for attempts."),
+    "confidence": ("float64", "Confidence that the model is (or would be) correct, in [0, 1]. "
+                   "Binary judgments are 0 or 1; verbal scales are rescaled."),
+    "p_yes": ("float64", "First-token P(Yes) / (P(Yes) + P(No)) when the backend gives logprobs."),
+    "correct": ("float64", "1 if the model's answer to this item was correct, 0 if not, NaN if unknown."),
+    "parse_status": ("string", "'ok', 'unparseable', 'empty', 'error' (call failed) or 'missing'. "
+                     "Unparseable replies are kept, never dropped."),
+    "raw_text": ("string", "The full reply text."),
+    "reasoning_text": ("string", "The reasoning part of the reply (before the final decision)."),
+    "latency_s": ("float64", "Wall-clock seconds for the call (NaN when replayed from a public log)."),
+    "prompt_tokens": ("Int64", "Prompt tokens."),
+    "completion_tokens": ("Int64", "Completion tokens."),
+    "cost_usd": ("float64", "Estimated cost in US dollars (0 for local models)."),
+    "backend": ("string", "How the row was produced: 'litellm', 'llama_cpp', or 'log:<dataset>'."),
+    "backend_version": ("string", "Version of the backend library or dataset commit."),
+    "template_version": ("string", "Prompt template id and version, e.g. 'prospective@1'."),
+    "cache_key": ("string", "Content address of the call in the response cache."),
+}
+
+REQUIRED = ("model", "item_id", "probe", "confidence", "correct")
+
+
+def empty() -> pd.DataFrame:
+    """An empty response table with every column and its dtype."""
+    return conform(pd.DataFrame({c: [] for c in COLUMNS}))
+
+
+def conform(df: pd.DataFrame, *, source: str = "table") -> pd.DataFrame:
+    """Return ``df`` with every schema column, in schema order, with schema dtypes.
+
+    Extra columns are kept after the schema columns. Missing required columns
+    raise a ValueError naming them and ``source``.
+    """
+    missing = [c for c in REQUIRED if c not in df.columns]
+    if missing:
+        raise ValueError(
+            f"{source}: missing required column(s) {missing}; a response table needs "
+            f"{list(REQUIRED)} (see metacog.schema.COLUMNS)."
+        )
+    out = df.copy()
+    for col, (dtype, _) in COLUMNS.items():
+        if col not in out.columns:
+            out[col] = pd.Series(pd.NA if dtype in ("string", "Int64") else float("nan"),
+                                 index=out.index)
+        out[col] = out[col].astype(dtype)
+    for col in ("confidence", "correct", "p_yes"):
+        bad = out[col].notna() & ~out[col].between(0, 1)
+        if bad.any():
+            row = out.index[bad.to_numpy()][0]
+            raise ValueError(
+                f"{source}: column {col!r} must lie in [0, 1]; row {row} has {out.at[row, col]!r}."
+            )
+    extra = [c for c in out.columns if c not in COLUMNS]
+    return out[list(COLUMNS) + extra]
+
+
+def describe() -> pd.DataFrame:
+    """The schema as a table (column, dtype, description), for the book."""
+    return pd.DataFrame(
+        [(c, d, text) for c, (d, text) in COLUMNS.items()],
+        columns=["column", "dtype", "description"],
+    )

@@ -1,0 +1,104 @@
+"""Detect inline solving in confidence reasoning text (paper 1's "symbolic shortcut").
+
+Asked "could you answer this?", a reasoning model often just solves the problem
+inside its confidence reasoning: equations, step-by-step computation, "let me
+compute". Its confidence then reports whether its own worked solution looks
+right, not subsymbolic self-knowledge. :func:`detect_inline_solving` flags such
+texts with transparent regular-expression cues, each with a weight; a text is
+flagged when the summed weight of the cues that fire reaches ``threshold``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+
+_NUM = r"(?:\d+(?:[.,]\d+)?|[a-z])"
+_OP = r"(?:[+\-*/×÷^·]|\\times|\\cdot|\\div)"
+
+#: cue name -> (pattern, weight, what it catches). Patterns are case-insensitive.
+CUES: dict[str, tuple[str, float, str]] = {
+    "equation": (rf"{_NUM}\s*{_OP}\s*{_NUM}(?:\s*{_OP}\s*{_NUM})*\s*=\s*-?{_NUM}", 2.0,
+                 "an arithmetic or algebraic expression with a result: '3 * 4 = 12', 'x + 2 = 5'"),
+    "equals_chain": (r"=[^=\n]{1,40}=", 1.5, "two '=' in a row: 'a = b = c' chains of derivation"),
+    "assignment": (r"\b[a-z](?:_\w+)?\s*=\s*-?\d", 1.0, "a variable set to a number: 'x = 3'"),
+    "latex": (r"\\(?:frac|sqrt|sum|int|cdot|times|binom|pi|theta|alpha|le|ge|neq|pmod|equiv|left|right)(?![a-z])"
+              r"|\$[^$\n]{1,200}\$|\\\(|\\\[|\^\{", 1.5, "LaTeX math: \\frac, \\sqrt, $...$, \\( \\)"),
+    "math_notation": (r"[a-z0-9)]\^-?\d|\b\d+/\d+\b(?!/)|\bmod\b|\bdx\b|√", 1.0,
+                      "powers, fractions and other math notation: 'x^2', '3/28', 'mod'"),
+    "compute_phrase": (r"\blet(?:'s| me| us)\s+(?:compute|calculate|solve|work (?:it |this )?out|"
+                       r"evaluate|simplify|check|verify|find|try|plug|substitute|set up|expand|factor|"
+                       r"differentiate|integrate|count|think step)", 2.0,
+                       "announcing work: 'let me compute', 'let's solve'"),
+    "derivation_verb": (r"\b(?:substitut\w*|plugging in|simplif\w*|solving for|rearrang\w*|"
+                        r"factori[sz]\w*|differentiat\w*|integrat\w+ (?:by|over|from)|expand\w* (?:the|this)|"
+                        r"multiply\w* (?:both|by)|divid\w* (?:both|by)|we get|we obtain|this gives|"
+                        r"which gives|yields)\b", 1.0, "derivation vocabulary: 'substituting', 'we get'"),
+    "step_marker": (r"\bstep\s*\d+\b|\bfirst,[^.]{0,80}\bthen\b", 1.0, "'Step 1', 'first ... then'"),
+    "numbered_steps": (r"(?m)(?:^\s*\d+[.)]\s+\S.*\n){1,}^\s*\d+[.)]\s+\S", 1.0,
+                       "two or more numbered lines"),
+    "implication": (r"=>|⇒|\\implies|\\Rightarrow|\btherefore\s+[a-z0-9(]+\s*[=<>]|\bso\s+[a-z]\s*[=<>]", 1.0,
+                    "'=>', 'therefore x = ...'"),
+    "math_result": (r"\b(?:the answer is|answer:|result is|equals|comes out to|gives us)\s*"
+                    r"(?:\$|\\\(|-?\d|[a-z]\s*=)", 1.5, "stating a computed result: 'the answer is 42'"),
+    "code": (r"```|\bdef \w+\(|\breturn\b [\w(]|\bimport (?:numpy|math|scipy)\b|\bfor \w+ in range\(", 1.5,
+             "code written inline"),
+}
+
+_COMPILED = {name: re.compile(p, re.IGNORECASE) for name, (p, _, _) in CUES.items()}
+
+
+def cue_table() -> pd.DataFrame:
+    """The cues as a table (cue, weight, description), for the book."""
+    return pd.DataFrame([(n, w, d) for n, (_, w, d) in CUES.items()],
+                        columns=["cue", "weight", "description"])
+
+
+def _to_list(texts) -> list[str]:
+    if isinstance(texts, str):
+        raise ValueError("detect_inline_solving: texts must be a list/Series of strings, not one string; "
+                         "wrap it: [text].")
+    if not isinstance(texts, Iterable):
+        raise ValueError(f"detect_inline_solving: texts must be an iterable of strings, got {type(texts).__name__}.")
+    out = []
+    for t in texts:
+        if t is None or (isinstance(t, float) and np.isnan(t)) or t is pd.NA:
+            out.append("")
+        elif isinstance(t, str):
+            out.append(t)
+        else:
+            raise ValueError(f"detect_inline_solving: every text must be a string or missing; got "
+                             f"{type(t).__name__} {t!r}.")
+    return out
+
+
+def detect_inline_solving(texts, threshold: float = 2.0, detail: bool = False) -> pd.DataFrame:
+    """Flag texts that solve the problem inline.
+
+    Returns one row per text (same index as a given Series): ``inline_solving``
+    (bool, score >= threshold), ``score`` (sum of the weights of the cues that
+    fired, each cue counted once), ``n_cues`` and ``cues`` (comma-joined names).
+    With ``detail=True`` also one count column per cue (``cue_<name>``).
+    Missing texts count as empty (score 0).
+    """
+    index = texts.index if isinstance(texts, pd.Series) else None
+    items = _to_list(texts)
+    rows = []
+    for text in items:
+        counts = {n: len(rx.findall(text)) for n, rx in _COMPILED.items()}
+        fired = [n for n, c in counts.items() if c > 0]
+        score = float(sum(CUES[n][1] for n in fired))
+        row = {"inline_solving": score >= threshold, "score": score, "n_cues": len(fired),
+               "cues": ",".join(fired)}
+        if detail:
+            row.update({f"cue_{n}": c for n, c in counts.items()})
+        rows.append(row)
+    cols = ["inline_solving", "score", "n_cues", "cues"] + ([f"cue_{n}" for n in CUES] if detail else [])
+    df = pd.DataFrame(rows, columns=cols, index=index)
+    df["inline_solving"] = df["inline_solving"].astype(bool)
+    df["score"] = df["score"].astype(float)
+    df["n_cues"] = df["n_cues"].astype(int)
+    return df

@@ -1,0 +1,78 @@
+"""Write metacog/data/manifests/<name>.json from a verified mirror folder.
+
+Usage: python scripts/make_data_manifests.py ../shared/data
+
+Each manifest maps a file's path inside the dataset's mirror folder to its
+sha256, its size and its path in the upstream repository at the pinned commit
+(null for files that were rebuilt and so cannot be downloaded byte for byte).
+Run it once when a dataset is added or re-pinned, and commit the result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from metacog.data.registry import DATASETS  # noqa: E402
+
+
+def _atlas(rel: str) -> str | None:
+    if rel.startswith("raw/") or rel.startswith("atlas_"):
+        return f"data/{rel}"
+    return {"README.upstream.md": "README.md"}.get(rel, rel)
+
+
+def _battery(rel: str) -> str | None:
+    return {"README.upstream.md": "README.md"}.get(rel, rel)
+
+
+def _legalbench(rel: str) -> str | None:
+    rel = {"README.upstream.md": "README.md"}.get(rel, rel)
+    return f"legal/legalbench/{rel}"
+
+
+#: dataset -> (files to include, mirror relpath -> upstream path or None)
+RULES = {
+    "atlas": ("*", _atlas),
+    "battery": ("*", _battery),
+    "squad": ("dev-v*.json", lambda rel: None),
+    "mmlu_pro": ("test.jsonl", lambda rel: None),
+    "legalbench": ("*", _legalbench),
+    "math": ("test.jsonl", lambda rel: None),
+    "math500": ("math500.jsonl", lambda rel: "evaluation/data/math/test.jsonl"),
+    "omni_math": ("omni_math_rule.jsonl", lambda rel: "omni_math_rule.jsonl"),
+    "truthfulqa": ("truthfulqa.csv", lambda rel: "datasets/TruthfulQA.csv"),
+    "strategyqa": ("strategyqa.json", lambda rel: "dataset/StrategyQA/task.json"),
+    "selfaware": ("selfaware.json", lambda rel: "data/SelfAware.json"),
+}
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def main(mirror: str) -> None:
+    out_dir = ROOT / "metacog" / "data" / "manifests"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name, (pattern, upstream) in RULES.items():
+        base = Path(mirror) / DATASETS[name].mirror_dir
+        files = sorted(p for p in base.rglob(pattern) if p.is_file())
+        entries = {}
+        for p in files:
+            rel = p.relative_to(base).as_posix()
+            entries[rel] = {"sha256": sha256(p), "size": p.stat().st_size, "upstream": upstream(rel)}
+        (out_dir / f"{name}.json").write_text(json.dumps({"dataset": name, "files": entries}, indent=1) + "\n")
+        print(f"{name}: {len(entries)} files")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else str(ROOT.parent / "shared" / "data"))

@@ -1,0 +1,129 @@
+"""The book runner: manifest checks, parameter validation, failing chapters."""
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from metacog import book
+
+ROOT = Path(__file__).resolve().parents[1]
+
+NOTEBOOK = """\
+---
+jupytext:
+  text_representation:
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+# {title}
+
+```{{code-cell}} ipython3
+:tags: [parameters]
+
+n_items = 10
+models = ["a", "b"]
+cut = 0.5
+verbose = False
+```
+
+```{{code-cell}} ipython3
+{body}
+```
+"""
+
+
+def make_root(tmp_path, chapters, sets, notebooks):
+    (tmp_path / "notebooks").mkdir()
+    for name, (title, body) in notebooks.items():
+        (tmp_path / "notebooks" / f"{name}.md").write_text(NOTEBOOK.format(title=title, body=body))
+    import yaml
+
+    spec = {"parameter_sets": sets, "chapters": chapters}
+    (tmp_path / "notebooks" / "manifest.yml").write_text(yaml.safe_dump(spec))
+    (tmp_path / "book").mkdir()
+    return tmp_path
+
+
+def test_the_real_manifest_is_valid():
+    chapters = book.load_manifest(ROOT)
+    assert chapters, "the manifest lists no chapters"
+    titles = [book.page_title(ROOT / c.source) for c in chapters]
+    assert len(set(titles)) == len(titles)
+    toc = (ROOT / "_toc.yml").read_text()
+    for c in chapters:
+        assert f"notebooks/{c.page}" in toc, f"{c.page} is executed but not in _toc.yml"
+
+
+def test_parameters_cell_is_read_as_literals(tmp_path):
+    root = make_root(tmp_path, [], {}, {"a": ("A", "x = 1")})
+    assert book.notebook_parameters(root / "notebooks/a.md") == {
+        "n_items": 10, "models": ["a", "b"], "cut": 0.5, "verbose": False}
+
+
+def test_misspelled_parameter_fails_naming_notebook_and_parameter(tmp_path):
+    root = make_root(tmp_path, [{"page": "a", "source": "notebooks/a.md", "parameters": "s"}],
+                     {"s": {"n_itmes": 5}}, {"a": ("A", "x = 1")})
+    with pytest.raises(book.ParameterError) as err:
+        book.load_manifest(root)
+    msg = str(err.value)
+    assert "notebooks/a.md" in msg and "'n_itmes'" in msg and "'s'" in msg and "n_items" in msg
+
+
+@pytest.mark.parametrize("value", ["ten", 2.5, [1, 2], True])
+def test_ill_typed_parameter_fails(tmp_path, value):
+    root = make_root(tmp_path, [{"page": "a", "source": "notebooks/a.md", "parameters": "s"}],
+                     {"s": {"n_items": value}}, {"a": ("A", "x = 1")})
+    with pytest.raises(book.ParameterError, match="parameter 'n_items' should be like 10"):
+        book.load_manifest(root)
+
+
+def test_int_is_accepted_where_float_is_expected(tmp_path):
+    root = make_root(tmp_path, [{"page": "a", "source": "notebooks/a.md", "parameters": "s"}],
+                     {"s": {"cut": 1, "models": ["x"]}}, {"a": ("A", "x = 1")})
+    (ch,) = book.load_manifest(root)
+    assert ch.parameters["cut"] == 1 and ch.parameters["models"] == ["x"]
+
+
+def test_non_literal_parameter_is_refused(tmp_path):
+    root = make_root(tmp_path, [], {}, {"a": ("A", "x = 1")})
+    f = root / "notebooks/a.md"
+    f.write_text(f.read_text().replace("cut = 0.5", "cut = compute()"))
+    with pytest.raises(book.ParameterError, match="'cut'.*not a plain literal"):
+        book.notebook_parameters(f)
+
+
+def test_unknown_parameter_set_and_duplicate_titles(tmp_path):
+    root = make_root(tmp_path, [{"page": "a", "source": "notebooks/a.md", "parameters": "nope"}],
+                     {}, {"a": ("A", "x = 1")})
+    with pytest.raises(book.BookError, match="parameter set 'nope' is not defined"):
+        book.load_manifest(root)
+
+
+def test_a_failing_chapter_fails_the_build_and_says_which(tmp_path):
+    root = make_root(
+        tmp_path,
+        [{"page": "good", "source": "notebooks/good.md", "parameters": "s"},
+         {"page": "bad", "source": "notebooks/bad.md", "parameters": "s"}],
+        {"s": {"n_items": 3}},
+        {"good": ("Good", "assert n_items == 3"),
+         "bad": ("Bad", "raise RuntimeError('deliberate failure in chapter')")},
+    )
+    with pytest.raises(book.BookError) as err:
+        book.build(root, html=False, out=tmp_path / "_build")
+    msg = str(err.value)
+    assert "'bad'" in msg and "deliberate failure in chapter" in msg
+    assert "'good'" not in msg
+    executed = tmp_path / "_build/src/notebooks"
+    assert (executed / "good.ipynb").exists()
+    assert not (executed / "bad.ipynb").exists()
+    import nbformat
+
+    nb = nbformat.read(executed / "good.ipynb", as_version=4)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert injected and "n_items = 3" in injected[0].source
