@@ -44,6 +44,7 @@ class Chapter:
     source: Path  # jupytext source, relative to the repo root
     parameter_set: str
     parameters: dict = field(default_factory=dict)
+    title: str = ""  # overrides the source's '# Title' (one template, several pages)
 
 
 def _read_notebook(path: Path):
@@ -140,7 +141,8 @@ def load_manifest(root: Path = ROOT, manifest: str = MANIFEST) -> list[Chapter]:
             raise BookError(f"{path}: chapter {entry['page']!r}: parameter set {set_name!r} is not "
                             f"defined under parameter_sets (defined: {sorted(sets)}).")
         params = check_parameters(source, sets[set_name] or {}, set_name=set_name)
-        chapters.append(Chapter(entry["page"], Path(entry["source"]), set_name, params))
+        chapters.append(Chapter(entry["page"], Path(entry["source"]), set_name, params,
+                                str(entry.get("title", ""))))
     return chapters
 
 
@@ -175,12 +177,12 @@ def execute_chapter(chapter: Chapter, out_dir: Path, root: Path = ROOT) -> Path:
                         f"{type(exc).__name__}: {_first_lines(str(exc))}") from None
     finally:
         staged.unlink(missing_ok=True)
-    _show_parameters_once(target)
+    _finish(target, chapter.title)
     return target
 
 
-def _show_parameters_once(path: Path) -> None:
-    """Hide the default parameters cell when papermill injected the values actually used."""
+def _finish(path: Path, title: str) -> None:
+    """Show the parameters once (the values papermill injected) and set the page title."""
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
@@ -189,7 +191,15 @@ def _show_parameters_once(path: Path) -> None:
         for cell, t in zip(nb.cells, tags):
             if "parameters" in t and "remove-cell" not in t:
                 cell.metadata["tags"] = t + ["remove-cell"]
-        nbformat.write(nb, path)
+    if title:
+        for cell in nb.cells:
+            if cell.cell_type == "markdown" and any(l.startswith("# ") for l in cell.source.splitlines()):
+                lines = cell.source.splitlines()
+                i = next(i for i, l in enumerate(lines) if l.startswith("# "))
+                lines[i] = f"# {title}"
+                cell.source = "\n".join(lines)
+                break
+    nbformat.write(nb, path)
 
 
 def _first_lines(text: str, n: int = 25) -> str:
@@ -220,7 +230,7 @@ def build(root: Path = ROOT, *, only: list[str] | None = None, html: bool = True
     chapters = load_manifest(root)
     titles: dict[str, str] = {}
     for ch in chapters:
-        title = page_title(root / ch.source)
+        title = ch.title or page_title(root / ch.source)
         if title in titles:
             raise BookError(f"pages {titles[title]!r} and {ch.page!r} share the title {title!r}; "
                             f"every page needs a distinct title.")

@@ -190,12 +190,13 @@ def stable_but_wrong(k: int = 2) -> LinearGaussianLoop:
     """A small preset for the book: a contracting loop whose fixed point is confidently wrong.
 
     State z = (belief toward the right answer, confidence); A contracts (rho = 0.8);
-    the input b pulls the belief negative, so z* sits in the wrong region with most
-    of the stationary mass there, while perturbations fade.
+    the input b pulls the belief negative, so z* sits in the wrong region with about
+    93% of the stationary mass there (noise sometimes visits the right side), while
+    small perturbations of z* fade and never flip the decision.
     """
     if k != 2:
         raise ValueError("stable_but_wrong: only the 2-dimensional preset exists (k=2).")
     A = np.array([[0.8, 0.1], [0.0, 0.7]])
-    b = np.array([-0.3, 0.27])  # z* = (-1.05, 0.9): belief wrong, confidence high
+    b = np.array([-0.14, 0.27])  # z* = (-0.25, 0.9): belief wrong, confidence high
     Q = np.diag([0.01, 0.005])
     return LinearGaussianLoop(A, b, Q=Q, w=[1.0, 0.0], c=0.0)

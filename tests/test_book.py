@@ -127,3 +127,23 @@ def test_a_failing_chapter_fails_the_build_and_says_which(tmp_path):
     nb = nbformat.read(executed / "good.ipynb", as_version=4)
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert injected and "n_items = 3" in injected[0].source
+
+
+def test_one_template_gives_pages_with_distinct_titles(tmp_path):
+    chapters = [{"page": "p1", "source": "notebooks/t.md", "parameters": "s", "title": "First"},
+                {"page": "p2", "source": "notebooks/t.md", "parameters": "s", "title": "Second"}]
+    root = make_root(tmp_path, chapters, {"s": {}}, {"t": ("Template", "x = 1")})
+    book.build(root, html=False, out=tmp_path / "_build")
+    import nbformat
+
+    for page, title in [("p1", "First"), ("p2", "Second")]:
+        nb = nbformat.read(tmp_path / f"_build/src/notebooks/{page}.ipynb", as_version=4)
+        assert f"# {title}" in nb.cells[0].source
+
+
+def test_pages_sharing_a_title_are_refused(tmp_path):
+    chapters = [{"page": "p1", "source": "notebooks/t.md", "parameters": "s"},
+                {"page": "p2", "source": "notebooks/t.md", "parameters": "s"}]
+    root = make_root(tmp_path, chapters, {"s": {}}, {"t": ("Template", "x = 1")})
+    with pytest.raises(book.BookError, match="share the title 'Template'"):
+        book.build(root, html=False, out=tmp_path / "_build")

@@ -185,3 +185,12 @@ def test_sources_table_lists_every_dataset():
     assert s["licence"].str.len().gt(0).all()
     assert not s.set_index("dataset").loc["squad", "downloadable"]
     assert s.set_index("dataset").loc["atlas", "downloadable"]
+
+
+def test_registry_fields_are_well_formed():
+    for name, ds in DATASETS.items():
+        assert ds.name == name
+        assert isinstance(ds.rebuilt, tuple), name
+        assert ds.package or len(ds.commit) == 40, name
+        assert ds.licence and not ds.licence.startswith(("benchmarks/", "evaluation/")), name
+        assert ds.rebuild_note or not ds.rebuilt, name

@@ -116,15 +116,14 @@ def extract_letter(text: str, n_options: int = 10) -> str | None:
     valid = LETTERS[:n_options]
     text = _MARKDOWN.sub("", str(text))
     cls = f"[{valid}]"
-    patterns = [
-        rf"answer\s+is\s*:?\s*\(?({cls})\)?(?![A-Za-z])",
-        rf"answer\s*:\s*\(?({cls})\)?(?![A-Za-z])",
+    patterns = [  # the keyword in any case, the letter in capitals only ('the answer is a dog')
+        rf"(?i:answer)\s+(?i:is)\s*:?\s*\(?({cls})\)?(?![A-Za-z])",
+        rf"(?i:answer)\s*:\s*\(?({cls})\)?(?![A-Za-z])",
         rf"\\boxed\{{\s*(?:\\text\{{)?\(?({cls})\)?\}}",
-        rf"(?:option|choice)\s*\(?({cls})\)?(?![A-Za-z])",
+        rf"(?i:option|choice)\s*(?i:is\s*)?\(?({cls})\)?(?![A-Za-z])",
     ]
     for pat in patterns:
-        found = re.findall(pat, text, flags=re.IGNORECASE if pat.startswith("answer") else 0)
-        found = [f.upper() for f in found if f.upper() in valid]
+        found = re.findall(pat, text)
         if found:
             return found[-1]
     stripped = text.strip()
@@ -144,26 +143,32 @@ def _number(text: str) -> float | None:
         return None
 
 
+def _first_number(text: str) -> float | None:
+    m = re.search(r"-?\d+(?:\.\d+)?", str(text).replace(",", ""))
+    return float(m.group()) if m else None
+
+
 def option_text_match(response: str, options: Sequence[str], answer_index: int) -> bool:
     """Does a reply given without the options name the correct option's text?
 
-    Correct when the normalised final answer equals the normalised option text
-    (or both are the same number), or contains it as a whole-word phrase while
-    containing no other option's text that is not part of the correct one.
+    Numeric options: the first number of the final answer equals the option's
+    number. Other options: the normalised final answer equals the normalised
+    option text, or contains it as a whole-word phrase while containing no
+    other option's text that is not part of the correct one.
     """
     final = extract_final_answer(response)
-    cand = [normalize_answer(final), normalize_answer(response)]
+    gold_raw = str(options[answer_index]).strip()
+    gold_num = _number(gold_raw.replace("$", "").replace("%", "").strip())
+    if gold_num is not None:
+        said = _first_number(final)
+        return said is not None and abs(said - gold_num) <= 1e-9 * max(1.0, abs(gold_num))
     norm = [normalize_answer(o) for o in options]
     gold = norm[answer_index]
     if not gold:
         return False
-    for c in cand:
-        if c == gold:
-            return True
-        a, b = _number(c), _number(gold)
-        if a is not None and b is not None and abs(a - b) <= 1e-9 * max(1.0, abs(b)):
-            return True
-    c = cand[0]
+    c = normalize_answer(final)
+    if c == gold or normalize_answer(response) == gold:
+        return True
 
     def has(phrase: str) -> bool:
         return bool(phrase) and re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", c) is not None
@@ -205,7 +210,11 @@ def extract_yes_no(text: str) -> bool | None:
     marked = re.findall(r"(?:answer|judgment|judgement|decision)\s*(?:is|:)\s*:?\s*\W*(yes|no|true|false)\b", clean)
     if marked:
         return marked[-1] in _YES
-    words = set(re.findall(r"\b(yes|no|true|false)\b", clean))
+    anywhere = set(re.findall(r"\b(yes|no|true|false)\b", clean))
+    if anywhere & {"yes", "true"} and anywhere & {"no", "false"}:
+        return None  # "I cannot say yes or no"
+    # Only a yes/no that ends a clause counts here ("..., so no." but not "no idea").
+    words = set(re.findall(r"\b(yes|no|true|false)\b(?=\s*[.!,;:)]|\s*$)", clean))
     has_yes, has_no = bool(words & {"yes", "true"}), bool(words & {"no", "false"})
     if has_yes != has_no:
         return has_yes
@@ -264,7 +273,8 @@ def math_equivalent(response: str, gold: str) -> bool:
     gold = str(gold).strip()
     if not gold:
         return False
-    gold_text = gold if ("$" in gold or "\\boxed" in gold) else f"${gold}$"
+    has_math_delims = re.search(r"(?<!\\)\$", gold) is not None or "\\boxed" in gold
+    gold_text = gold if has_math_delims else f"${gold}$"
     try:
         gold_parsed = parse(gold_text)
         if not gold_parsed:
@@ -456,9 +466,13 @@ YES_NO_BENCHMARKS = ("truthfulqa", "strategyqa", "selfaware", "audit")
 def grade(benchmark: str, response_text: str, item: Any, **kw: Any) -> bool | float:
     """Grade one reply to one item.
 
-    Keyword options: ``metric='f1'|'em'`` and ``threshold`` for SQuAD (F1 is a
-    float; with a threshold the result is ``f1 >= threshold``);
-    ``options_shown`` for MMLU-Pro (default True); ``timeout`` for SciCode.
+    Returns a bool, except SQuAD's default F1 and the float LegalBench
+    graders (successor liability, SSLA extraction). Keyword options:
+    ``metric='f1'|'em'`` and ``threshold`` for SQuAD (with a threshold the
+    result is ``f1 >= threshold``); ``options_shown`` for MMLU-Pro (default
+    True); ``timeout`` for SciCode. Yes/no benchmarks take a bool gold (or
+    'yes'/'no'/'true'/'false'); a list or string gold is a short answer that
+    must appear in the reply.
     """
     if response_text is None:
         response_text = ""
@@ -481,11 +495,14 @@ def grade(benchmark: str, response_text: str, item: Any, **kw: Any) -> bool | fl
     if benchmark == "scicode":
         from metacog.benchmarks.scicode import grade_step
 
-        return grade_step(response_text, item, timeout=kw.get("timeout", 60.0)).passed
+        return grade_step(response_text, item, timeout=kw.get("timeout", 120.0)).passed
     if benchmark in YES_NO_BENCHMARKS:
-        if isinstance(item.gold, bool):
-            return yes_no_correct(response_text, item.gold)
-        return answer_in_response(response_text, item.gold)
+        gold = item.gold
+        if isinstance(gold, str) and gold.strip().lower() in ("yes", "no", "true", "false"):
+            gold = gold.strip().lower() in ("yes", "true")
+        if isinstance(gold, bool):
+            return yes_no_correct(response_text, gold)
+        return answer_in_response(response_text, gold)
     raise ValueError(
         f"grade: unknown benchmark {benchmark!r}; known: squad, mmlu_pro, legalbench, "
         f"{', '.join(MATH_BENCHMARKS)}, scicode, {', '.join(YES_NO_BENCHMARKS)}."

@@ -4,14 +4,16 @@ README is the hidden context.
 Each of the 129 mirrored tasks contributes its 10 official test rows (1,290
 items). The question is the task's instruction (the text of ``base_prompt.txt``
 before its worked examples) followed by the row's input filled into the
-prompt's final template (e.g. "Clause: ...\\nLabel:"); without the instruction
-many inputs (a bare contract clause) would not say what is asked. The hidden
-context is the README's "Task description" section (or "Description"), else its
-one-line summary; ``meta['context_source']`` records which.
+prompt's final template (e.g. "Clause: ..."); without the instruction many
+inputs (a bare contract clause) would not say what is asked. The template's
+trailing answer cue ("Label:", "A:") is dropped from the question and kept in
+``meta['answer_cue']``. The hidden context is the README's "Task description"
+section (or "Description"), else its one-line summary;
+``meta['context_source']`` records which.
 
-As in the paper, only the prospective probe applies: LegalBench tasks have no
-removable context that a correct answer could have used, so there is no
-counterfactual judgment (:data:`APPLICABLE_PROBES`).
+As in the paper, only the prospective probe applies: the tasks lack the
+question-plus-removable-context structure the counterfactual probe needs
+(:data:`APPLICABLE_PROBES`, also in every item's ``meta['probes']``).
 """
 
 from __future__ import annotations
@@ -128,7 +130,8 @@ def _split_prompt(path: Path) -> tuple[str, str]:
     return instruction, template
 
 
-def _fill(template: str, row: dict[str, str], where: str) -> str:
+def _fill(template: str, row: dict[str, str], where: str) -> tuple[str, str]:
+    """(filled template without its trailing answer cue, the cue) for one row."""
     def sub(m: re.Match) -> str:
         key = m.group(1)
         if key not in row:
@@ -138,9 +141,10 @@ def _fill(template: str, row: dict[str, str], where: str) -> str:
     filled = _PLACEHOLDER.sub(sub, template)
     # Drop the trailing answer cue ("Label:", "A:", "Answer:"): the elicitation adds its own.
     lines = filled.rstrip().split("\n")
+    cue = ""
     if lines and re.fullmatch(r"[A-Za-z ]{1,20}:", lines[-1].strip()):
-        lines = lines[:-1]
-    return "\n".join(lines).strip()
+        cue = lines.pop().strip()
+    return "\n".join(lines).strip(), cue
 
 
 def _parse_gold(kind: str, answer: str, where: str):
@@ -179,7 +183,7 @@ def _load_task(task: str) -> tuple[Item, ...]:
     items = []
     for lineno, row in test:
         where = f"{test_path}, line {lineno}"
-        question = _fill(info["template"], row, where)
+        question, cue = _fill(info["template"], row, where)
         if info["instruction"]:
             question = f"{info['instruction']}\n\n{question}"
         items.append(Item(
@@ -188,7 +192,7 @@ def _load_task(task: str) -> tuple[Item, ...]:
             context=info["definition"], context_kind="definition",
             domain=info["reasoning_type"] or "unknown", subject=task,
             meta={"task": task, "task_kind": info["kind"], "task_type": info["task_type"],
-                  "labels": labels, "context_source": info["context_source"],
+                  "labels": labels, "context_source": info["context_source"], "answer_cue": cue,
                   "probes": APPLICABLE_PROBES},
         ))
     ids = [it.item_id for it in items]

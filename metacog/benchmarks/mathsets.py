@@ -3,7 +3,9 @@ solution is the hidden context (it holds the hints), the boxed answer is the gol
 
 - ``math``: the 5,000 MATH test problems; gold = the last \\boxed{} of the solution.
 - ``math500``: the 500-problem MATH-500 split, with its extracted ``answer``.
-- ``omni_math``: the 2,821 rule-gradable Omni-MATH problems, with their ``answer``.
+- ``omni_math``: the 2,821 rule-gradable Omni-MATH problems, with their ``answer``
+  (four answers lack a closing brace upstream; it is added, and
+  ``meta['gold_repaired']`` / ``meta['raw_answer']`` record it).
 
 Grading is math-verify equivalence (:func:`metacog.benchmarks.grading.math_equivalent`).
 """
@@ -71,6 +73,12 @@ def _load_math500() -> tuple[Item, ...]:
     return tuple(items)
 
 
+def _balance_braces(answer: str) -> str:
+    """Close unclosed LaTeX braces at the end (four upstream Omni-MATH answers lack a '}')."""
+    opened = len(re.findall(r"(?<!\\)\{", answer)) - len(re.findall(r"(?<!\\)\}", answer))
+    return answer + "}" * opened if opened > 0 else answer
+
+
 @functools.lru_cache(maxsize=1)
 def _load_omni() -> tuple[Item, ...]:
     path = dataset_file("omni_math", "omni_math_rule.jsonl")
@@ -81,11 +89,13 @@ def _load_omni() -> tuple[Item, ...]:
         paths = [str(d) for d in row["domain"]] if isinstance(row["domain"], list) else [str(row["domain"])]
         parts = paths[0].split(" -> ") if paths and paths[0] else []
         coarse = parts[1] if len(parts) > 1 else (parts[0] if parts else "Unknown")
+        gold = _balance_braces(str(row["answer"]).strip())
         items.append(Item(
             item_id=f"omni_math/{n:04d}", benchmark="omni_math", question=row["problem"].strip(),
-            gold=str(row["answer"]), context=row["solution"], context_kind="solution",
+            gold=gold, context=row["solution"], context_kind="solution",
             domain=coarse, subject=paths[0] if paths and paths[0] else "Unknown",
-            meta={"difficulty": float(row["difficulty"]), "source": row["source"], "domains": paths},
+            meta={"difficulty": float(row["difficulty"]), "source": row["source"], "domains": paths,
+                  "raw_answer": str(row["answer"]), "gold_repaired": gold != str(row["answer"]).strip()},
         ))
     check_sizes("omni_math")
     return tuple(items)

@@ -77,7 +77,7 @@ DATASETS: dict[str, Dataset] = {
            rebuild_note="gathered into one file from test/<subject>/<n>.json"),
         _D("math500", "MATH-500 with extracted answers", "benchmarks/math",
            "arka-ritual/omni-math-rule-ca", "811748a642551b77bda9fa6d52bd0efc4d87427f",
-           "evaluation/data/math", "MIT", "Lightman et al. 2023 (MATH-500 split)"),
+           "MIT", "Lightman et al. 2023 (MATH-500 split)"),
         _D("omni_math", "Omni-MATH-Rule: 2,821 rule-gradable Omni-MATH problems", "benchmarks/omni_math",
            "arka-ritual/omni-math-rule-ca", "811748a642551b77bda9fa6d52bd0efc4d87427f",
            "Apache-2.0", "Gao et al. 2024, Omni-MATH"),

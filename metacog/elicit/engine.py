@@ -15,6 +15,7 @@ the (model, item, sample) whose ``answer`` was graded correct.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import os
 import random
@@ -31,6 +32,10 @@ from metacog import schema
 from metacog.elicit import parse, prompts
 from metacog.elicit.cache import Cache, cache_key
 from metacog.items import Item
+
+# litellm fetches its price map from GitHub at import unless told not to; set this as
+# early as possible, in case anything else in the process imports litellm first.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 DEFAULT_MODELS = ("local/smollm2-135m",)
 LOCAL_PREFIX = "local/"
@@ -174,14 +179,27 @@ def is_retryable(exc: BaseException) -> bool:
     return any(w in msg for w in ("timed out", "timeout", "connection", "json", "expecting value"))
 
 
+@functools.lru_cache(maxsize=None)
+def priced(model: str) -> bool:
+    """True when litellm's offline cost map has a per-token price for ``model``."""
+    if is_local(model):
+        return True
+    try:
+        info = get_litellm().get_model_info(model)
+    except Exception:  # noqa: BLE001
+        return False
+    return info.get("input_cost_per_token") is not None
+
+
 class EmptyReply(RuntimeError):
     """The provider answered 200 but with no choices."""
 
 
-def _backend_version(litellm) -> str:
-    return f"litellm {getattr(litellm, 'version', None) or _litellm_version()}"
+def _backend_version(litellm=None) -> str:
+    return f"litellm {_litellm_version()}"
 
 
+@functools.lru_cache(maxsize=None)
 def _litellm_version() -> str:
     try:
         from importlib.metadata import version
@@ -210,12 +228,17 @@ def _extract(resp: Any, task: Task, latency: float, attempts: int, litellm) -> d
     usage = getattr(resp, "usage", None)
     hidden = getattr(resp, "_hidden_params", None) or {}
     local = is_local(task.model)
-    cost = 0.0 if local else hidden.get("response_cost")
-    if cost is None and not local:
-        try:
-            cost = float(litellm.completion_cost(completion_response=resp))
-        except Exception:  # noqa: BLE001 - unknown price: leave it missing
-            cost = None
+    if local:
+        cost = 0.0
+    elif not priced(task.model):
+        cost = None  # unknown price: missing, not zero
+    else:
+        cost = hidden.get("response_cost")
+        if cost is None:
+            try:
+                cost = float(litellm.completion_cost(completion_response=resp))
+            except Exception:  # noqa: BLE001 - unknown price: leave it missing
+                cost = None
     return {
         "text": text,
         "reasoning_content": reasoning,
@@ -248,6 +271,10 @@ async def call_one(task: Task, s: Settings, litellm=None, sleep=asyncio.sleep) -
     else:
         kwargs["drop_params"] = True
         timeout = s.timeout
+        if not priced(task.model):
+            # No price known: tell litellm so, which also spares it a slow per-call lookup.
+            kwargs["input_cost_per_token"] = 0.0
+            kwargs["output_cost_per_token"] = 0.0
     rng = random.Random(f"{task.key}")
     t_first = time.perf_counter()
     last: BaseException | None = None

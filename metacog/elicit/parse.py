@@ -36,7 +36,7 @@ def _clean(s: str) -> str:
 
 def _split_final(text: str, prefix: str) -> tuple[str, str] | None:
     """(before, after) around the LAST occurrence of ``prefix`` (case-insensitive), markdown-tolerant."""
-    pat = re.compile(r"[*_`#\s]*".join(re.escape(w) for w in prefix.rstrip(":").split()) +
+    pat = re.compile(r"[*_`#]*" + r"[*_`#\s]*".join(re.escape(w) for w in prefix.rstrip(":").split()) +
                      r"[*_`\s]*:", re.IGNORECASE)
     last = None
     for m in pat.finditer(text):

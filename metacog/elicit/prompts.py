@@ -99,6 +99,8 @@ def _from_yaml(path: Path) -> Template:
     miss = [k for k in need if k not in d]
     if miss:
         raise ValueError(f"template file {path}: missing key(s) {miss}.")
+    if any(not isinstance(c, str) for c in d.get("choices", ())):
+        raise ValueError(f"template file {path}: quote the choices (YAML reads Yes/No as booleans).")
     if d["kind"] not in _KINDS:
         raise ValueError(f"template file {path}: kind {d['kind']!r} is not one of {_KINDS}.")
     return Template(

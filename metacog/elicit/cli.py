@@ -1,0 +1,173 @@
+"""``metacog elicit``: ask models the probes on benchmark items, through the response cache.
+
+Examples::
+
+    metacog elicit --benchmark squad --models local/smollm2-135m --probes prospective,answer \\
+        --n-items 50 --seed 0 --out data/elicit/squad_smollm2.parquet
+    metacog elicit --items my_items.jsonl --models openai/my-model --api-base http://127.0.0.1:8000/v1
+
+Also runnable as ``python -m metacog.elicit.cli``. Exit status: 0 when the run
+finished (failed calls are rows with parse_status 'error'; re-ask them with
+--retry-failed), 2 for bad arguments or when the cost estimate exceeds --max-cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+from metacog.items import CONTEXT_KINDS, Item
+
+_ITEM_FIELDS = ("item_id", "benchmark", "question", "gold", "context", "context_kind", "domain",
+                "subject", "meta")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the elicit options to ``p`` (the lead wires this into ``metacog elicit``)."""
+    src = p.add_argument_group("items")
+    src.add_argument("--benchmark", help="benchmark name for metacog.benchmarks.load_items "
+                     "(also the benchmark label of --items rows that have none)")
+    src.add_argument("--items", type=Path, metavar="FILE.jsonl",
+                     help="items as JSON lines with metacog.items.Item fields "
+                     "(item_id, question, gold, optional benchmark, context, context_kind, ...)")
+    src.add_argument("--n-items", type=int, default=None, metavar="N",
+                     help="a seeded random subset of N items (default: all)")
+    src.add_argument("--seed", type=int, default=0, help="seed of the subset and of the calls (default 0)")
+    ask = p.add_argument_group("asking")
+    ask.add_argument("--models", default="local/smollm2-135m",
+                     help="comma-separated litellm model ids: local/<name> (offline panel), "
+                     "openai/<name> with --api-base, or hosted ids (default local/smollm2-135m)")
+    ask.add_argument("--probes", default="prospective,answer",
+                     help="comma-separated: answer, answer_no_context, prospective, counterfactual, "
+                     "c0, c1, c2 (default prospective,answer)")
+    ask.add_argument("--api-base", default=None, metavar="URL",
+                     help="OpenAI-compatible server for openai/<name> models; keys come from the "
+                     "environment (OPENAI_API_KEY ...)")
+    ask.add_argument("--samples", type=int, default=1, help="repeats per call (default 1)")
+    ask.add_argument("--max-tokens", type=int, default=None, help="override the templates' max_tokens")
+    ask.add_argument("--concurrency", type=int, default=8, metavar="K",
+                     help="requests in flight per model (default 8)")
+    ask.add_argument("--timeout", type=float, default=60.0, metavar="T",
+                     help="seconds per call before it is retried (default 60)")
+    ask.add_argument("--max-retries", type=int, default=4,
+                     help="retries on 429/5xx/timeouts/broken replies (default 4)")
+    ask.add_argument("--max-cost", type=float, default=None, metavar="X",
+                     help="refuse to start when the estimated USD cost of uncached paid calls exceeds X")
+    out = p.add_argument_group("cache and output")
+    out.add_argument("--cache", default=None, metavar="DIR",
+                     help="response cache folder (default $METACOG_ELICIT_CACHE or ~/.cache/metacog/elicit)")
+    out.add_argument("--retry-failed", action="store_true", help="re-ask calls cached as failed")
+    out.add_argument("--out", type=Path, default=None, metavar="FILE",
+                     help="write the response table to FILE.parquet or FILE.csv")
+    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def read_items_jsonl(path: Path, benchmark: str | None = None) -> list[Item]:
+    """Items from a JSON-lines file: one object per line with Item fields."""
+    if not path.is_file():
+        raise ValueError(f"--items {path}: no such file.")
+    items = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"--items {path}, line {n}: not valid JSON ({exc.msg}).") from None
+            if not isinstance(d, dict):
+                raise ValueError(f"--items {path}, line {n}: expected a JSON object.")
+            extra = sorted(set(d) - set(_ITEM_FIELDS))
+            if extra:
+                raise ValueError(f"--items {path}, line {n}: unknown field(s) {extra}; Item fields "
+                                 f"are {list(_ITEM_FIELDS)} (put extras under 'meta').")
+            miss = [k for k in ("item_id", "question", "gold") if k not in d]
+            if miss:
+                raise ValueError(f"--items {path}, line {n}: missing field(s) {miss}.")
+            d.setdefault("benchmark", benchmark or "custom")
+            d["item_id"] = str(d["item_id"])
+            if d.get("context") and d.get("context_kind", "none") == "none":
+                d["context_kind"] = "background"
+            if d.get("context_kind", "none") not in CONTEXT_KINDS:
+                raise ValueError(f"--items {path}, line {n}: context_kind {d['context_kind']!r} is "
+                                 f"not one of {CONTEXT_KINDS}.")
+            try:
+                items.append(Item(**d))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"--items {path}, line {n}: {exc}") from None
+    if not items:
+        raise ValueError(f"--items {path}: the file has no items.")
+    return items
+
+
+def subset(items: list[Item], n: int | None, seed: int) -> list[Item]:
+    """A seeded random subset of ``n`` items, in their original order."""
+    if n is None or n >= len(items):
+        return list(items)
+    if n < 1:
+        raise ValueError(f"--n-items must be >= 1, got {n}.")
+    keep = sorted(random.Random(seed).sample(range(len(items)), n))
+    return [items[i] for i in keep]
+
+
+def load_items(args) -> list[Item]:
+    if args.items is not None:
+        return subset(read_items_jsonl(args.items, args.benchmark), args.n_items, args.seed)
+    if not args.benchmark:
+        raise ValueError("give --benchmark NAME or --items FILE.jsonl.")
+    try:
+        from metacog.benchmarks import load_items as bench_load
+    except ImportError:
+        raise ValueError(
+            f"--benchmark {args.benchmark}: metacog.benchmarks.load_items is not available in this "
+            "checkout; pass the items with --items FILE.jsonl instead."
+        ) from None
+    return list(bench_load(args.benchmark, n_items=args.n_items, seed=args.seed))
+
+
+def main(args: argparse.Namespace) -> int:
+    """Run ``metacog elicit`` with parsed ``args``; returns the exit status."""
+    from metacog.elicit.engine import BudgetError, run
+
+    try:
+        items = load_items(args)
+        if args.out is not None and args.out.suffix not in (".parquet", ".csv"):
+            raise ValueError(f"--out {args.out}: use a .parquet or .csv file name.")
+        df = run(items, models=args.models, probes=args.probes, cache=args.cache,
+                 api_base=args.api_base, samples=args.samples, concurrency=args.concurrency,
+                 timeout=args.timeout, max_retries=args.max_retries,
+                 retry_failed=args.retry_failed, max_cost=args.max_cost,
+                 max_tokens=args.max_tokens, seed=args.seed, progress=not args.no_progress)
+    except (ValueError, BudgetError) as exc:
+        print(f"metacog elicit: {exc}", file=sys.stderr)
+        return 2
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.out.with_name(args.out.name + ".tmp")
+        if args.out.suffix == ".parquet":
+            df.to_parquet(tmp, index=False)
+        else:
+            df.to_csv(tmp, index=False)
+        tmp.replace(args.out)
+    c = df.attrs.get("counts", {})
+    status = df.groupby(["model", "probe", "parse_status"], observed=True).size()
+    print(status.rename("rows").reset_index().to_string(index=False), file=sys.stderr)
+    n_err = int((df["parse_status"] == "error").sum())
+    print(f"metacog elicit: {len(df)} rows; asked {c.get('done', 0)}, cached {c.get('cached', 0)}, "
+          f"failed {n_err}" + (" (re-ask with --retry-failed)" if n_err else "") +
+          (f"; wrote {args.out}" if args.out is not None else ""), file=sys.stderr)
+    return 0
+
+
+def _standalone(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m metacog.elicit.cli", description=__doc__.split("\n")[0])
+    add_arguments(p)
+    return main(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(_standalone())

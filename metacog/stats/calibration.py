@@ -1,0 +1,186 @@
+"""Calibration metrics for one model's confidence against its correctness.
+
+All functions take paired 1-D inputs ``confidence`` (P(correct) in [0, 1]) and ``correct``
+(0/1); pairs with a missing value in either are dropped.
+
+- :func:`brier`: Brier score and its Murphy decomposition BS = REL - RES + UNC. Grouped by
+  the distinct confidence values (``n_bins=None``) the identity is exact; with bins the
+  within-bin variance of the forecasts is reported as ``residual`` so the parts still add up.
+- :func:`ece`: expected calibration error with explicit binning (``"uniform"`` equal-width or
+  ``"quantile"`` equal-mass bins); returns the per-bin table used for reliability diagrams.
+- :func:`auroc` (any labels vs scores, ties count 1/2) and :func:`type2_auroc` (confidence
+  discriminating the model's own correct from incorrect answers).
+- :func:`risk_coverage` / :func:`aurc`: selective prediction — answer the most confident items
+  first; ties in confidence enter together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import rankdata
+
+from .validate import paired_vectors
+
+
+@dataclass
+class BrierResult:
+    brier: float
+    reliability: float
+    resolution: float
+    uncertainty: float
+    residual: float
+    n: int
+    table: pd.DataFrame
+
+    def summary(self) -> dict:
+        return {"brier": self.brier, "reliability": self.reliability, "resolution": self.resolution,
+                "uncertainty": self.uncertainty, "residual": self.residual, "n": self.n}
+
+
+def _bin_codes(x, n_bins, strategy):
+    if strategy == "uniform":
+        edges = np.linspace(0.0, 1.0, n_bins + 1)
+    elif strategy == "quantile":
+        edges = np.quantile(x, np.linspace(0.0, 1.0, n_bins + 1))
+        edges[0], edges[-1] = 0.0, 1.0
+        edges = np.maximum.accumulate(edges)
+    else:
+        raise ValueError(f"strategy must be 'uniform' or 'quantile', got {strategy!r}.")
+    # bins are [e_i, e_{i+1}) except the last, which includes 1.0
+    code = np.searchsorted(edges, x, side="right") - 1
+    code = np.clip(code, 0, n_bins - 1)
+    return code, edges
+
+
+def brier(confidence, correct, n_bins: int | None = None, strategy: str = "uniform") -> BrierResult:
+    """Brier score with Murphy's decomposition (reliability, resolution, uncertainty)."""
+    x, y = paired_vectors(confidence, correct)
+    n = x.size
+    bs = float(np.mean((x - y) ** 2))
+    ybar = y.mean()
+    if n_bins is None:
+        keys, code = np.unique(x, return_inverse=True)
+        lo = hi = keys
+    else:
+        code, edges = _bin_codes(x, n_bins, strategy)
+        lo, hi = edges[:-1], edges[1:]
+    k = int(code.max()) + 1 if n_bins is None else n_bins
+    cnt = np.bincount(code, minlength=k).astype(float)
+    sx = np.bincount(code, weights=x, minlength=k)
+    sy = np.bincount(code, weights=y, minlength=k)
+    sxx = np.bincount(code, weights=x * x, minlength=k)
+    use = cnt > 0
+    fbar = np.where(use, sx / np.maximum(cnt, 1), np.nan)
+    obar = np.where(use, sy / np.maximum(cnt, 1), np.nan)
+    rel = float(np.nansum(cnt * (fbar - obar) ** 2) / n)
+    res = float(np.nansum(cnt * (obar - ybar) ** 2) / n)
+    unc = float(ybar * (1 - ybar))
+    # within-bin forecast variance and covariance terms (zero when grouping by value)
+    residual = bs - (rel - res + unc)
+    table = pd.DataFrame({"bin_lo": np.asarray(lo, float)[use] if n_bins else keys,
+                          "bin_hi": np.asarray(hi, float)[use] if n_bins else keys,
+                          "n": cnt[use].astype(int), "mean_confidence": fbar[use],
+                          "accuracy": obar[use],
+                          "forecast_var": (sxx[use] / cnt[use] - fbar[use] ** 2)})
+    return BrierResult(bs, rel, res, unc, float(residual), n, table)
+
+
+@dataclass
+class ECEResult:
+    ece: float
+    mce: float
+    n: int
+    n_bins: int
+    strategy: str
+    table: pd.DataFrame
+
+    def summary(self) -> dict:
+        return {"ece": self.ece, "mce": self.mce, "n": self.n, "n_bins": self.n_bins, "strategy": self.strategy}
+
+
+def ece(confidence, correct, n_bins: int = 10, strategy: str = "uniform") -> ECEResult:
+    """Expected calibration error: sum over bins of (n_b / n) * |accuracy_b - mean confidence_b|.
+
+    Bins are [lo, hi) except the last, which includes its upper edge. ``strategy="uniform"``
+    splits [0, 1] into equal widths; ``"quantile"`` uses quantiles of the confidence (equal
+    mass up to ties). Empty bins are kept in the table with n = 0 and do not contribute.
+    """
+    if n_bins < 1:
+        raise ValueError(f"ece: n_bins must be >= 1, got {n_bins}.")
+    x, y = paired_vectors(confidence, correct)
+    code, edges = _bin_codes(x, n_bins, strategy)
+    cnt = np.bincount(code, minlength=n_bins).astype(float)
+    sx = np.bincount(code, weights=x, minlength=n_bins)
+    sy = np.bincount(code, weights=y, minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        conf = sx / cnt
+        acc = sy / cnt
+    gap = acc - conf
+    w = cnt / x.size
+    e = float(np.nansum(w * np.abs(gap)))
+    mce = float(np.nanmax(np.abs(gap))) if (cnt > 0).any() else np.nan
+    table = pd.DataFrame({"bin": np.arange(n_bins), "bin_lo": edges[:-1], "bin_hi": edges[1:],
+                          "n": cnt.astype(int), "mean_confidence": conf, "accuracy": acc,
+                          "gap": gap, "weight": w})
+    return ECEResult(e, mce, int(x.size), n_bins, strategy, table)
+
+
+def auroc(labels, scores) -> float:
+    """Area under the ROC curve of ``scores`` for binary ``labels`` (Mann-Whitney; ties = 1/2).
+
+    NaN when only one class is present.
+    """
+    s, y = paired_vectors(scores, labels, names=("scores", "labels"), unit_a=False)
+    n1 = int(y.sum())
+    n0 = y.size - n1
+    if n1 == 0 or n0 == 0:
+        return float("nan")
+    r = rankdata(s)
+    return float((r[y == 1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+
+
+def type2_auroc(confidence, correct) -> float:
+    """Type-2 AUROC: how well confidence separates the model's correct from incorrect answers.
+
+    Equals the area under the type-2 ROC traced by sweeping a threshold over the confidence
+    levels (ties counted 1/2); 0.5 = no metacognitive discrimination.
+    """
+    x, y = paired_vectors(confidence, correct, unit_a=False)
+    return auroc(y, x)
+
+
+def risk_coverage(confidence, correct) -> pd.DataFrame:
+    """Risk-coverage curve: answer items in decreasing confidence; one row per distinct level.
+
+    coverage = share of items answered, risk = error rate among them. Items with equal
+    confidence are answered together (no arbitrary tie order).
+    """
+    x, y = paired_vectors(confidence, correct, unit_a=False)
+    levels, code = np.unique(-x, return_inverse=True)
+    cnt = np.bincount(code).astype(float)
+    err = np.bincount(code, weights=1.0 - y)
+    ccnt = np.cumsum(cnt)
+    cerr = np.cumsum(err)
+    return pd.DataFrame({"threshold": -levels, "n_answered": ccnt.astype(int),
+                         "coverage": ccnt / x.size, "risk": cerr / ccnt})
+
+
+def aurc(confidence, correct) -> float:
+    """Area under the risk-coverage curve: mean over items of the risk at the coverage where
+    the item is answered (equals (1/n) sum_k risk(k) without ties). Lower is better."""
+    x, y = paired_vectors(confidence, correct, unit_a=False)
+    rc = risk_coverage(x, y)
+    size = np.diff(np.concatenate(([0], rc.n_answered.to_numpy())))
+    return float((rc.risk.to_numpy() * size).sum() / x.size)
+
+
+def excess_aurc(confidence, correct) -> float:
+    """AURC minus that of an oracle ranking all correct answers first (E-AURC)."""
+    x, y = paired_vectors(confidence, correct, unit_a=False)
+    n = y.size
+    k = np.arange(1, n + 1)
+    oracle = float(np.mean(np.maximum(0.0, k - y.sum()) / k))  # all correct answers first, one at a time
+    return aurc(x, y) - oracle
