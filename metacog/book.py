@@ -173,8 +173,13 @@ def execute_chapter(chapter: Chapter, out_dir: Path, root: Path = ROOT) -> Path:
             kernel_name="python3", progress_bar=False, log_output=False,
         )
     except Exception as exc:
-        raise BookError(f"chapter {chapter.page!r} ({chapter.source}) failed: "
-                        f"{type(exc).__name__}: {_first_lines(str(exc))}") from None
+        if hasattr(exc, "ename"):  # papermill's PapermillExecutionError
+            frames = _strip_ansi("\n".join(getattr(exc, "traceback", []) or []))
+            detail = (f"code cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
+                      f"{_first_lines(frames, 12)}")
+        else:
+            detail = f"{type(exc).__name__}: {_first_lines(str(exc))}"
+        raise BookError(f"chapter {chapter.page!r} ({chapter.source}) failed in {detail}") from None
     finally:
         staged.unlink(missing_ok=True)
     _finish(target, chapter.title)
@@ -200,6 +205,12 @@ def _finish(path: Path, title: str) -> None:
                 cell.source = "\n".join(lines)
                 break
     nbformat.write(nb, path)
+
+
+def _strip_ansi(text: str) -> str:
+    import re
+
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
 
 
 def _first_lines(text: str, n: int = 25) -> str:

@@ -35,9 +35,10 @@ about confidence for reasons that do not predict correctness. ``lam_from="link"`
 ``lam`` to the link instead (``lam = link / sqrt(rho_y)``), a sensitivity check.
 
 Also here: :func:`complete_block` (the largest complete models x items block of a
-ragged dataset) and :func:`self_other_null` (the distribution of the self-minus-other
-statistic of :func:`metacog.power.self_other_test` in matched populations, a null that
-keeps each model's own base rates).
+ragged dataset), :func:`self_other_null` (the distribution of the self-minus-other
+statistic of :func:`metacog.power.self_other_test` in populations matched model by model,
+a null that keeps each model's own base rates) and :func:`equivalent_kappa` (the ``kappa``
+at which matched populations produce, on average, an observed statistic).
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ import pandas as pd
 from scipy.special import ndtri
 
 from metacog.simulate import population
+
+try:  # small matrices are much faster on one BLAS thread on a busy machine
+    from metacog.stats.blas import single_blas_thread
+except ImportError:  # pragma: no cover - older metacog.stats
+    def single_blas_thread(func):
+        return func
 
 LAM_FROM = ("confidence", "link")
 
@@ -162,6 +169,7 @@ def _mean_offdiag(R: np.ndarray) -> float:
     return float(R[~np.eye(m, dtype=bool)].mean())
 
 
+@single_blas_thread
 def moments(confidence, correct) -> dict[str, Any]:
     """The observed moments the fit uses: rates and mean pairwise tetrachoric correlations.
 
@@ -368,6 +376,7 @@ class SelfOtherNull:
             columns=["quantity", "value"])
 
 
+@single_blas_thread
 def self_other_null(match: PopulationMatch, n_sims: int = 200, kappa: float = 0.0, seed: int = 0,
                     n_items: int | None = None, method: str = "permutation", n_perm: int = 199,
                     drop_unanimous: bool | str = False) -> SelfOtherNull:
@@ -397,3 +406,81 @@ def self_other_null(match: PopulationMatch, n_sims: int = 200, kappa: float = 0.
                          n_models=match.n_models,
                          settings={"seed": seed, "method": method, "n_perm": n_perm,
                                    "drop_unanimous": drop_unanimous})
+
+
+def _matched_statistics(match: PopulationMatch, kappa: float, seeds, n_items: int,
+                        drop_unanimous) -> np.ndarray:
+    """Self-minus-other statistic in matched populations (no p-values: cheap)."""
+    from metacog.power import self_other_test
+
+    kw = match.kwargs(per_model=True)
+    out = np.empty(len(seeds))
+    for i, s in enumerate(seeds):
+        pop = population(match.n_models, n_items, kappa=float(kappa), seed=s, **kw)
+        out[i] = self_other_test(pop.confidence, pop.correct, method="ttest",
+                                 drop_unanimous=drop_unanimous).statistic
+    return out
+
+
+@dataclass
+class EquivalentKappa:
+    """Result of :func:`equivalent_kappa`."""
+
+    kappa: float  # kappa whose matched populations give the observed statistic on average
+    latent_gap: float  # latent self-minus-other correlation at that kappa
+    statistic: float  # the observed statistic
+    null_mean: float  # mean statistic at kappa = 0 in matched populations
+    path: pd.DataFrame  # every kappa evaluated: kappa, mean_statistic
+    n_sims: int
+
+    def summary(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            [("observed statistic", self.statistic), ("mean statistic at kappa = 0", self.null_mean),
+             ("equivalent kappa", self.kappa), ("latent self-minus-other correlation", self.latent_gap),
+             ("populations per kappa", self.n_sims)], columns=["quantity", "value"])
+
+
+@single_blas_thread
+def equivalent_kappa(match: PopulationMatch, statistic: float, n_sims: int = 100, seed: int = 0,
+                     kappa_max: float = 2.0, tol: float = 0.005,
+                     drop_unanimous: bool | str = False) -> EquivalentKappa:
+    """The ``kappa`` at which matched populations produce ``statistic`` on average.
+
+    Translates an observed self-minus-other statistic (:func:`metacog.power.self_other_test`)
+    into the simulator's units: bisection on the mean statistic over ``n_sims`` populations
+    matched model by model (``match.kwargs(per_model=True)``), with the same seeds at every
+    kappa so the mean rises smoothly. ``kappa = 0`` when the statistic is at or below the
+    mean at ``kappa = 0``; ``nan`` when it is above the mean at ``kappa_max``. A point
+    estimate under the fitted model, not a test. Deterministic given ``seed``.
+    """
+    if not np.isfinite(statistic):
+        raise ValueError(f"equivalent_kappa: statistic must be a finite number, got {statistic!r}.")
+    if int(n_sims) != n_sims or n_sims < 1:
+        raise ValueError(f"equivalent_kappa: n_sims must be a positive integer, got {n_sims!r}.")
+    if not (kappa_max > 0 and tol > 0):
+        raise ValueError("equivalent_kappa: kappa_max and tol must be > 0.")
+    seeds = [int(s) for s in np.random.SeedSequence(seed).generate_state(int(n_sims), dtype=np.uint64)]
+    path = []
+
+    def mean_at(k):
+        v = float(_matched_statistics(match, k, seeds, match.n_items, drop_unanimous).mean())
+        path.append((k, v))
+        return v
+
+    null_mean = mean_at(0.0)
+    if statistic <= null_mean:
+        kappa = 0.0
+    elif statistic > mean_at(float(kappa_max)):
+        kappa = float("nan")
+    else:
+        lo, hi = 0.0, float(kappa_max)
+        while hi - lo > tol:
+            mid = (lo + hi) / 2
+            if mean_at(mid) < statistic:
+                lo = mid
+            else:
+                hi = mid
+        kappa = (lo + hi) / 2
+    gap = match.latent_gap(kappa) if np.isfinite(kappa) else float("nan")
+    return EquivalentKappa(kappa=kappa, latent_gap=gap, statistic=float(statistic), null_mean=null_mean,
+                           path=pd.DataFrame(path, columns=["kappa", "mean_statistic"]), n_sims=int(n_sims))

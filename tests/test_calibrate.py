@@ -169,3 +169,24 @@ def test_self_other_null_keeps_per_model_margins():
     assert null.statistics.mean() < -0.01
     with pytest.raises(ValueError, match="n_sims"):
         self_other_null(fit, n_sims=0)
+
+
+def test_equivalent_kappa_recovers_planted_kappa():
+    from metacog.calibrate import equivalent_kappa
+    from metacog.power import self_other_test
+
+    truth = population(12, 800, kappa=0.3, seed=31)
+    fit = fit_population(truth.confidence, truth.correct)  # fitted under kappa = 0, as on real data
+    obs = self_other_test(truth.confidence, truth.correct, method="ttest").statistic
+    est = equivalent_kappa(fit, obs, n_sims=40, seed=1)
+    assert est.kappa == pytest.approx(0.3, abs=0.1)
+    # the scale-free translation, the latent self-minus-other correlation, is recovered closely
+    planted_gap = truth.params["self_corr"] - truth.params["other_corr"]
+    assert est.latent_gap == pytest.approx(planted_gap, abs=0.03)
+    assert est.latent_gap == pytest.approx(fit.latent_gap(est.kappa))
+    assert est.path["kappa"].iloc[0] == 0.0 and len(est.path) > 3
+    # a statistic below the kappa-0 mean maps to 0; one beyond kappa_max to nan
+    assert equivalent_kappa(fit, est.null_mean - 0.01, n_sims=10).kappa == 0.0
+    assert np.isnan(equivalent_kappa(fit, 0.99, n_sims=10, kappa_max=0.5).kappa)
+    with pytest.raises(ValueError, match="statistic"):
+        equivalent_kappa(fit, float("nan"))

@@ -112,6 +112,17 @@ class Cache:
             (key, model, status, time.time(), canonical(request), canonical(payload)),
         )
 
+    def put_many(self, rows: Iterable[tuple[str, str, str, dict[str, Any], dict[str, Any]]]) -> int:
+        """Append many (key, model, status, request, payload) rows in one transaction (imports)."""
+        now = time.time()
+        data = [(k, m, st, now, canonical(rq), canonical(pl)) for k, m, st, rq, pl in rows]
+        with self._con:
+            self._con.execute("BEGIN")
+            self._con.executemany(
+                "INSERT INTO responses (key, model, status, created, request, payload) "
+                "VALUES (?,?,?,?,?,?)", data)
+        return len(data)
+
     def get_many(self, keys: Iterable[str]) -> dict[str, Entry]:
         """The current entry of each key that has one (latest 'ok', else latest 'error')."""
         keys = list(dict.fromkeys(keys))

@@ -271,10 +271,6 @@ async def call_one(task: Task, s: Settings, litellm=None, sleep=asyncio.sleep) -
     else:
         kwargs["drop_params"] = True
         timeout = s.timeout
-        if not priced(task.model):
-            # No price known: tell litellm so, which also spares it a slow per-call lookup.
-            kwargs["input_cost_per_token"] = 0.0
-            kwargs["output_cost_per_token"] = 0.0
     rng = random.Random(f"{task.key}")
     t_first = time.perf_counter()
     last: BaseException | None = None

@@ -70,7 +70,21 @@ def llama_version() -> str:
 
 
 def n_threads() -> int:
-    return int(os.environ.get("METACOG_LLAMA_THREADS", os.cpu_count() or 2))
+    """CPU threads for llama.cpp: ``$METACOG_LLAMA_THREADS``, else the cores not already busy.
+
+    llama.cpp's threads wait for each other at every layer, so on a shared
+    machine two threads fighting other processes for two cores run several
+    times slower than one. Results are bit-identical for any thread count.
+    """
+    env = os.environ.get("METACOG_LLAMA_THREADS")
+    if env:
+        return max(1, int(env))
+    cores = os.cpu_count() or 1
+    try:
+        busy = round(os.getloadavg()[0])
+    except OSError:
+        busy = 0
+    return max(1, min(cores, cores - busy))
 
 
 def close_all() -> None:

@@ -112,12 +112,14 @@ def _hyper_p(n11, n, a, b, alternative):
     return np.minimum(p, 1.0)
 
 
-def _lchoose(n, k):
-    return gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
+def _stratified_p(T, ns, as_, bs, alternative, lf=None):
+    """Exact p-value of T = sum_s N11_s with independent hypergeometric strata (one pair).
 
-
-def _stratified_p(T, ns, as_, bs, alternative):
-    """Exact p-value of T = sum_s N11_s with independent hypergeometric strata (one pair)."""
+    ``lf`` is a table of log-factorials (log k! for k = 0..n) to avoid recomputing them.
+    """
+    ns, as_, bs = (np.asarray(v).astype(np.int64) for v in (ns, as_, bs))
+    if lf is None:
+        lf = gammaln(np.arange(int(ns.max()) + 2, dtype=float) + 1)
     lo = np.maximum(0, as_ + bs - ns)
     hi = np.minimum(as_, bs)
     pmf = np.array([1.0])
@@ -126,8 +128,9 @@ def _stratified_p(T, ns, as_, bs, alternative):
         offset += int(l)
         if h == l:
             continue
-        x = np.arange(l, h + 1, dtype=float)
-        lp = _lchoose(a_s, x) + _lchoose(n_s - a_s, b_s - x) - _lchoose(n_s, b_s)
+        x = np.arange(l, h + 1)
+        lp = (lf[a_s] - lf[x] - lf[a_s - x] + lf[n_s - a_s] - lf[b_s - x] - lf[n_s - a_s - b_s + x]
+              - lf[n_s] + lf[b_s] + lf[n_s - b_s])
         pmf = np.convolve(pmf, np.exp(lp))
     support = offset + np.arange(pmf.size)
     if alternative == "greater":
@@ -318,11 +321,15 @@ def _difficulty_control(A, B, n_strata, alternative):
         tw = (ab - E).sum(axis=1) / np.sqrt(va.sum(axis=1) * vb.sum(axis=1))
     T = ab.sum(axis=1)
     p = np.full(m * m, np.nan)
+    lf = gammaln(np.arange(N + 2, dtype=float) + 1)
+    cnt_i, aa_i, bb_i = (np.rint(v).astype(np.int64) for v in (cnt, aa, bb))
     for i in range(m * m):
-        nz = cnt[i] > 0
         if va[i].sum() <= 0 or vb[i].sum() <= 0:
             continue
-        p[i] = _stratified_p(T[i], cnt[i, nz], aa[i, nz], bb[i, nz], alternative)
+        # only strata where both sides vary contribute randomness
+        nz = (va[i] > 0) & (vb[i] > 0)
+        fixed = float((ab[i] * ~nz).sum())
+        p[i] = _stratified_p(T[i] - fixed, cnt_i[i, nz], aa_i[i, nz], bb_i[i, nz], alternative, lf)
     return {
         "E": E.sum(axis=1).reshape(m, m),
         "tau_within": np.where(np.isfinite(tw), tw, np.nan).reshape(m, m),
