@@ -102,3 +102,83 @@ def detect_inline_solving(texts, threshold: float = 2.0, detail: bool = False) -
     df["score"] = df["score"].astype(float)
     df["n_cues"] = df["n_cues"].astype(int)
     return df
+
+
+# ---------------------------------------------------------------------------
+# Pairwise calibration by pair type and item group (reasoning vs non-reasoning models)
+
+def pair_type(judge_reasoning: bool, target_reasoning: bool) -> str:
+    """'R-R', 'R-N', 'N-R' or 'N-N': judge first, target second (R = reasoning model)."""
+    return f"{'R' if judge_reasoning else 'N'}-{'R' if target_reasoning else 'N'}"
+
+
+def label_pairs(pairs: pd.DataFrame, reasoning) -> pd.DataFrame:
+    """Add ``judge_reasoning``, ``target_reasoning`` and ``pair_type`` to a pairs table.
+
+    ``pairs`` has ``judge`` and ``target`` columns (as
+    :attr:`metacog.stats.PairwiseResult.pairs`); ``reasoning`` maps every model to a
+    bool. A model missing from ``reasoning`` raises a ValueError naming it.
+    """
+    reasoning = pd.Series(reasoning, dtype=object)
+    missing = sorted(set(pairs["judge"]).union(pairs["target"]) - set(reasoning.index))
+    if missing:
+        raise ValueError(f"label_pairs: no reasoning flag for model(s) {missing}; add them to the "
+                         f"metadata table (metacog.modelinfo) or pass a mapping that covers them.")
+    out = pairs.copy()
+    out["judge_reasoning"] = out["judge"].map(reasoning).astype(bool)
+    out["target_reasoning"] = out["target"].map(reasoning).astype(bool)
+    out["pair_type"] = [pair_type(j, t) for j, t in zip(out["judge_reasoning"], out["target_reasoning"])]
+    return out
+
+
+def calibration_by_group(confidence: pd.DataFrame, correct: pd.DataFrame, groups, reasoning, *,
+                         min_items: int = 5, **kwargs) -> pd.DataFrame:
+    """Pairwise calibration within each item group, every pair labelled by reasoning type.
+
+    ``groups`` maps item ids (the index of both matrices) to a group such as the
+    domain. Returns the tidy pairs table of :func:`metacog.stats.pairwise_calibration`
+    for each group, stacked, with ``group`` and the columns of :func:`label_pairs`.
+    Groups with fewer than ``min_items`` items are skipped. Extra keyword
+    arguments go to ``pairwise_calibration``.
+    """
+    from metacog import stats
+
+    groups = pd.Series(groups).reindex(confidence.index)
+    if groups.isna().any():
+        item = groups.index[groups.isna().to_numpy()][0]
+        raise ValueError(f"calibration_by_group: item {item!r} has no group; every row of the "
+                         f"matrices needs one.")
+    frames = []
+    for name, items in groups.groupby(groups, observed=True).groups.items():
+        if len(items) < min_items:
+            continue
+        res = stats.pairwise_calibration(confidence.loc[items], correct.loc[items], **kwargs)
+        frames.append(label_pairs(res.pairs, reasoning).assign(group=name, n_group_items=len(items)))
+    if not frames:
+        raise ValueError(f"calibration_by_group: no group has {min_items} or more items.")
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarise_pair_types(pairs: pd.DataFrame, value: str = "tau", by=("group",)) -> pd.DataFrame:
+    """Mean and count of ``value`` per pair type (and per ``by`` columns), self-pairs apart."""
+    P = pairs.assign(kind=np.where(pairs["self"], "self", "other"))
+    keys = [*by, "pair_type", "kind"]
+    return (P.groupby(keys, observed=True)[value].agg(["mean", "count"])
+            .rename(columns={"mean": f"mean_{value}", "count": "n_pairs"}).reset_index())
+
+
+def self_advantage(pairs: pd.DataFrame, value: str = "tau", by=("group",)) -> pd.DataFrame:
+    """Per judge (and ``by`` group): its self-pair ``value`` minus its mean over other targets.
+
+    Positive means the judge's confidence tracks its own correctness better than
+    other models' correctness: the individualised part of its calibration.
+    """
+    keys = [*by, "judge"]
+    own = pairs[pairs["self"]].set_index(keys)[value]
+    others = pairs[~pairs["self"]].groupby(keys, observed=True)[value].mean()
+    out = pd.DataFrame({"self": own, "other": others})
+    out["advantage"] = out["self"] - out["other"]
+    extra = [c for c in ("judge_reasoning",) if c in pairs]
+    if extra:
+        out = out.join(pairs[pairs["self"]].set_index(keys)[extra])
+    return out.reset_index()

@@ -1,6 +1,9 @@
 import pandas as pd
 import pytest
 
+import numpy as np
+
+from metacog import shortcut
 from metacog.shortcut import CUES, cue_table, detect_inline_solving
 
 POSITIVE = [
@@ -95,3 +98,64 @@ def test_bad_input():
 def test_cue_table_lists_every_cue():
     t = cue_table()
     assert t["cue"].tolist() == list(CUES) and (t["weight"] > 0).all()
+
+
+# --- pairwise calibration by pair type -------------------------------------------------------
+
+def _population_with_reasoning_signal():
+    """Two groups of items; reasoning models (the first three) know themselves only in group 'formal'."""
+    from metacog import simulate
+
+    rng = np.random.default_rng(0)
+    n, m = 600, 6
+    pop = simulate.population(m, n, kappa=0.0, seed=1, keep_latent=True)
+    conf = pop.confidence.astype(float).copy()
+    corr = pop.correct.astype(float)
+    formal = np.arange(n) < n // 2
+    # in the formal half, reasoning models' confidence simply equals their own correctness 80% of the time
+    for j in range(3):
+        col = conf.columns[j]
+        copy = formal & (rng.random(n) < 0.8)
+        conf.loc[conf.index[copy], col] = corr.loc[corr.index[copy], col]
+    groups = pd.Series(np.where(formal, "formal", "other"), index=conf.index)
+    reasoning = {c: j < 3 for j, c in enumerate(conf.columns)}
+    return conf, corr, groups, reasoning
+
+
+def test_pair_types_are_labelled_judge_first():
+    assert shortcut.pair_type(True, False) == "R-N"
+    assert shortcut.pair_type(False, True) == "N-R"
+    pairs = pd.DataFrame({"judge": ["a", "a", "b"], "target": ["a", "b", "a"]})
+    out = shortcut.label_pairs(pairs, {"a": True, "b": False})
+    assert list(out["pair_type"]) == ["R-R", "R-N", "N-R"]
+    with pytest.raises(ValueError, match=r"\['c'\]"):
+        shortcut.label_pairs(pd.DataFrame({"judge": ["c"], "target": ["a"]}), {"a": True})
+
+
+def test_planted_reasoning_self_signal_shows_only_in_its_group():
+    conf, corr, groups, reasoning = _population_with_reasoning_signal()
+    pairs = shortcut.calibration_by_group(conf, corr, groups, reasoning, control=False)
+    s = shortcut.summarise_pair_types(pairs)
+    self_rr = s[(s.pair_type == "R-R") & (s.kind == "self")].set_index("group")["mean_tau"]
+    self_nn = s[(s.pair_type == "N-N") & (s.kind == "self")].set_index("group")["mean_tau"]
+    assert self_rr["formal"] > self_rr["other"] + 0.3
+    assert abs(self_nn["formal"] - self_nn["other"]) < 0.15
+    assert set(pairs["group"]) == {"formal", "other"}
+    assert (pairs.groupby("group")["n_group_items"].first() == 300).all()
+
+
+def test_groups_must_cover_every_item():
+    conf, corr, groups, reasoning = _population_with_reasoning_signal()
+    with pytest.raises(ValueError, match="has no group"):
+        shortcut.calibration_by_group(conf, corr, groups.iloc[:-1], reasoning)
+
+
+def test_self_advantage_is_self_minus_mean_other_per_judge():
+    pairs = pd.DataFrame({
+        "group": ["g"] * 4, "judge": ["a", "a", "b", "b"], "target": ["a", "b", "a", "b"],
+        "self": [True, False, False, True], "tau": [0.5, 0.1, 0.2, 0.3],
+        "judge_reasoning": [True, True, False, False]})
+    adv = shortcut.self_advantage(pairs).set_index("judge")
+    assert adv.loc["a", "advantage"] == pytest.approx(0.4)
+    assert adv.loc["b", "advantage"] == pytest.approx(0.1)
+    assert bool(adv.loc["a", "judge_reasoning"]) and not bool(adv.loc["b", "judge_reasoning"])
