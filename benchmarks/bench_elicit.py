@@ -3,6 +3,8 @@
 1. Throughput through litellm against the loopback fake server (tests/fakeserver.py,
    run as a separate process) with 200 ms injected latency and 32 requests in
    flight: the ideal is 32 / 0.2 s = 160 requests/s; the goal is >= 80% of it.
+   Then the same load with litellm stubbed out, to separate the engine's own
+   cost from litellm's per-call CPU.
 2. Replaying 10,000 cached responses (a fresh process; litellm must not even be
    imported): goal < 2 s.
 3. The local panel: calls/s through litellm's 'local' provider vs calling
@@ -73,6 +75,37 @@ def bench_throughput(calls: int, latency: float = 0.2, concurrency: int = 32) ->
     finally:
         proc.kill()
         proc.wait()
+
+
+def bench_engine_only(calls: int, latency: float = 0.2, concurrency: int = 32) -> None:
+    """The same load with litellm replaced by a stub that sleeps ``latency``: the engine's own cost."""
+    import asyncio
+
+    from metacog.elicit import engine, run
+
+    real = engine.get_litellm()
+    reply = real.completion(model="openai/gpt-4o-mini", messages=[{"role": "user", "content": "x"}],
+                            mock_response="Final answer: 1")
+
+    class Stub:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        async def acompletion(self, **kw):
+            await asyncio.sleep(latency)
+            return reply
+
+    engine._litellm = Stub()
+    try:
+        t0, c0 = time.perf_counter(), time.process_time()
+        run(synthetic_items(calls, "stub"), models=["openai/fake"], probes=["answer"], cache=False,
+            concurrency=concurrency, progress=False)
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        engine._litellm = real
+    print(f"[engine only] litellm stubbed out: {calls / dt:.1f} req/s = "
+          f"{100 * calls / dt / (concurrency / latency):.0f}% of ideal; engine CPU "
+          f"{1000 * cpu / calls:.2f} ms/call; {load()}")
 
 
 def _replay_child(cache_dir: str, n_items: int) -> None:
@@ -165,6 +198,7 @@ def main(argv=None) -> int:
         return 0
     bench_replay(a.replay)
     bench_throughput(a.calls)
+    bench_engine_only(a.calls)
     if not a.skip_local:
         bench_local(a.local_items)
     return 0

@@ -82,8 +82,9 @@ def _binary_pair(confidence, correct, where: str) -> tuple[pd.DataFrame, pd.Data
         except (TypeError, ValueError):
             raise ValueError(f"{where}: {name} must be numeric 0/1 (NaN for missing).") from None
         vals = A[~np.isnan(A)]
-        if not np.isin(vals, (0.0, 1.0)).all():
-            raise ValueError(f"{where}: {name} has values other than 0/1 (e.g. {vals[~np.isin(vals, (0.0, 1.0))][0]!r}); "
+        bad = vals[~np.isin(vals, (0.0, 1.0))]
+        if bad.size:
+            raise ValueError(f"{where}: {name} has values other than 0/1 (e.g. {bad[0]!r}); "
                              "binarise first, e.g. metacog.tables.binarize(conf, 'median').")
         out.append(pd.DataFrame(A, index=X.index, columns=X.columns))
     return out[0], out[1]
@@ -154,7 +155,8 @@ def complete_block(confidence, correct, min_models: int = 3) -> Block:
         constant += const
         ok = ok.drop(columns=const)
         if ok.shape[1] < min_models:
-            raise ValueError(f"complete_block: fewer than {min_models} models vary in confidence and correctness.")
+            raise ValueError(f"complete_block: fewer than {min_models} models vary in both confidence "
+                             "and correctness.")
     kept_cols = [c for c in C.columns if c in set(keep)]
     dropped = [c for c in C.columns if c not in set(keep) and c not in set(constant)]
     return Block(confidence=Cb[kept_cols], correct=Yb[kept_cols], dropped_models=dropped,
@@ -365,6 +367,17 @@ class SelfOtherNull:
         """One-sided Monte Carlo p-value of an observed statistic against these populations."""
         s = self.statistics
         return float((1 + np.sum(s >= observed - 1e-12)) / (s.size + 1))
+
+    def rejection_rate_against(self, null: "SelfOtherNull", alpha: float = 0.05) -> float:
+        """Share of these populations whose statistic has ``null.p_value(...) < alpha``.
+
+        With ``null`` simulated at ``kappa = 0`` (other seeds), this is the power of the
+        base-rate-matched test — the one that compares an observed statistic with matched
+        populations instead of permuting models.
+        """
+        if not 0 < alpha < 1:
+            raise ValueError(f"rejection_rate_against: alpha must be in (0, 1), got {alpha!r}.")
+        return float(np.mean([null.p_value(t) < alpha for t in self.statistics]))
 
     def summary(self, alpha: float = 0.05) -> pd.DataFrame:
         q = np.quantile(self.statistics, [0.05, 0.5, 0.95])

@@ -386,9 +386,7 @@ def noise_probe(model, tokenizer, prompts, sigma: float = SIGMA, n_trials: int =
                 "model": name, "prompt_id": pid, "layer": l, "depth": l / n_layers,
                 "displacement": last[i].mean(),
                 "displacement_sd": last[i].std(ddof=1) if n_trials > 1 else float("nan"),
-                "displacement_tokens": toks[i].mean(), "clean_norm": cnorm[i],
-                "n_tokens": int(input_ids.shape[1]), "sigma": float(sigma), "noise_std": noise_std,
-                "scale": scale, "n_trials": int(n_trials), "seed": int(seed), "chat": bool(chat),
+                "displacement_tokens": toks[i].mean(), "clean_norm": cnorm[i], **common,
             })
     if per_trial:
         cols = [c for c in RESULT_COLUMNS if c != "displacement_sd"]

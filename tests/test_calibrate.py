@@ -152,6 +152,10 @@ def test_self_other_null_size_and_power_with_exchangeable_models():
     alt = self_other_null(fit, n_sims=60, kappa=0.4, seed=1, n_perm=99)
     assert alt.statistics.mean() > null.statistics.mean() + 0.03
     assert alt.rejection_rate(0.05) > 0.9
+    # the base-rate-matched test: compare each statistic with the kappa = 0 populations
+    assert alt.rejection_rate_against(null, 0.05) > 0.9
+    other_null = self_other_null(fit, n_sims=150, seed=2, n_perm=99)
+    assert other_null.rejection_rate_against(null, 0.05) < 0.12
     # Monte Carlo p-value of a value beyond every null draw is 1 / (n + 1)
     assert null.p_value(1.0) == pytest.approx(1 / 151)
     again = self_other_null(fit, n_sims=150, seed=1, n_perm=99)

@@ -20,6 +20,7 @@ import math
 import os
 import random
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -50,6 +51,11 @@ _SECRET = re.compile(
 def redact(text: str) -> str:
     """Replace key-like substrings (sk-..., AKIA..., Bearer ...) with '[redacted]'."""
     return _SECRET.sub("[redacted]", str(text))
+
+
+#: Keyword-argument name parts that suggest a credential; run() refuses them.
+_SECRET_ARGS = {"key", "token", "secret", "password", "credential", "credentials",
+                "authorization", "headers"}
 
 
 class BudgetError(RuntimeError):
@@ -239,6 +245,8 @@ def _extract(resp: Any, task: Task, latency: float, attempts: int, litellm) -> d
                 cost = float(litellm.completion_cost(completion_response=resp))
             except Exception:  # noqa: BLE001 - unknown price: leave it missing
                 cost = None
+    if local and hidden.get("local_seconds") is not None:
+        latency = float(hidden["local_seconds"])  # compute time, not time queued for the CPU
     return {
         "text": text,
         "reasoning_content": reasoning,
@@ -265,9 +273,9 @@ async def call_one(task: Task, s: Settings, litellm=None, sleep=asyncio.sleep) -
         t = task.template
         kwargs["metacog_protocol"] = {
             "kind": t.kind, "final_prefix": t.final_prefix, "choices": list(t.choices),
-            "confidence_prefix": t.confidence_prefix,
+            "confidence_prefix": t.confidence_prefix, "template": t.tag,
         }
-        timeout = max(s.timeout, 600.0)  # CPU generation cannot hang on a network
+        timeout = None  # CPU generation cannot hang on a network; a timed-out thread would keep running
     else:
         kwargs["drop_params"] = True
         timeout = s.timeout
@@ -277,11 +285,9 @@ async def call_one(task: Task, s: Settings, litellm=None, sleep=asyncio.sleep) -
     for attempt in range(1, s.max_retries + 2):
         t0 = time.perf_counter()
         try:
-            resp = await asyncio.wait_for(
-                litellm.acompletion(model=task.model, messages=task.messages, timeout=timeout,
-                                    max_retries=0, num_retries=0, **kwargs),
-                timeout=timeout + 1.0,
-            )
+            coro = litellm.acompletion(model=task.model, messages=task.messages, timeout=timeout,
+                                       max_retries=0, num_retries=0, **kwargs)
+            resp = await (coro if timeout is None else asyncio.wait_for(coro, timeout + 1.0))
             return "ok", _extract(resp, task, time.perf_counter() - t0, attempt, litellm)
         except asyncio.CancelledError:
             raise
@@ -406,13 +412,22 @@ async def _run_tasks(tasks: list[Task], cache: Cache | None, s: Settings, counts
         bar.set_postfix(done=counts.done, cached=counts.cached, failed=counts.failed, refresh=False)
     if todo:
         paid = [t for t in todo if not is_local(t.model)]
-        if s.max_cost is not None and paid:
-            check_budget(estimate_cost(paid, s.api_base), s.max_cost - counts.spent)
+        if paid and (s.max_cost is not None or s.progress):
+            est = estimate_cost(paid, s.api_base)
+            if s.progress:
+                total = est["cost_usd"].sum(min_count=1)
+                print(f"metacog.elicit: {len(paid)} uncached remote call(s), estimated cost at most "
+                      f"${total:.4f}" + (" (some models have no price)" if est["cost_usd"].isna().any()
+                                         else ""), file=sys.stderr)
+            if s.max_cost is not None:
+                check_budget(est, s.max_cost - counts.spent)
         litellm = get_litellm()
         sems: dict[str, asyncio.Semaphore] = {}
 
         async def worker(t: Task) -> None:
-            sem = sems.setdefault(t.model, asyncio.Semaphore(max(1, s.concurrency)))
+            # Local models run one call at a time (one process-wide llama.cpp lock anyway).
+            width = 1 if is_local(t.model) else max(1, s.concurrency)
+            sem = sems.setdefault(t.model, asyncio.Semaphore(width))
             async with sem:
                 if s.max_cost is not None and counts.spent >= s.max_cost and not is_local(t.model):
                     counts.skipped += 1
@@ -642,7 +657,7 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
     and 'error'. One row per model x item x probe x sample that was asked.
     """
     items, models, probes = _check_inputs(items, models, probes)
-    if any(k.lower() in ("api_key", "key", "token", "secret") or "key" in k.lower() for k in litellm_kwargs):
+    if any(set(k.lower().split("_")) & _SECRET_ARGS for k in litellm_kwargs):
         raise ValueError("run: pass API keys through environment variables (e.g. OPENAI_API_KEY), "
                          "never as arguments; they would end up in the cache key.")
     if samples < 1:

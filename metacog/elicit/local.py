@@ -159,20 +159,57 @@ def _formatter(name: str, llm) -> _Formatter:
 
         jf = Jinja2ChatFormatter(template=tmpl, eos_token=eos_text, bos_token=bos_text)
 
-        def render(messages):
+        def render(messages, protocol=None):
             return jf(messages=messages).prompt
 
         stop = [eos_text]
     else:
-        # Base model: plain completion layout, the instructions as a document to continue.
-        def render(messages):
-            parts = [msg["content"].strip() for msg in messages]
-            return "\n\n".join(parts) + "\n\nResponse:\n"
-
-        stop = ["\n\n\n"]
+        render = _render_few_shot
+        stop = [_SHOT_END.strip(" ")]
     f = _Formatter(render=render, stop=[s for s in stop if s], bos=[bos_id] if add_bos else [])
     _FORMATTERS[name] = f
     return f
+
+
+# Base (not chat-tuned) models get a few-shot document: two worked examples of the
+# same template, then the real request. The examples are fixed, so prompts stay deterministic.
+_SHOT_END = "\n\n###\n\n"
+_SHOTS = {
+    "answer": [
+        ("What is the capital of France?", "The capital of France is Paris.\nFinal answer: Paris"),
+        ("How many legs does a spider have?", "Spiders are arachnids.\nFinal answer: 8"),
+    ],
+    "judgment": [
+        ("What is the capital of France?", "This is a well-known fact I am sure of.\nFinal answer: Yes"),
+        ("How many people attended the meeting described?",
+         "That detail would only be in the text I cannot see.\nFinal answer: No"),
+    ],
+    "confidence": [
+        ("Is the Earth round?", "Final answer: Yes\nConfidence: 0.95"),
+        ("Was the Eiffel Tower built in 1999?", "Final answer: No\nConfidence: 0.9"),
+    ],
+}
+
+
+def _render_few_shot(messages, protocol=None) -> str:
+    from metacog.elicit import prompts
+    from metacog.items import Item
+
+    protocol = protocol or {}
+    kind = protocol.get("kind", "answer")
+    system = "\n\n".join(m["content"].strip() for m in messages if m["role"] == "system")
+    user = "\n\n".join(m["content"].strip() for m in messages if m["role"] != "system")
+    doc = [system] if system else []
+    tag = protocol.get("template")
+    if tag and kind in _SHOTS:
+        tpl = prompts.get(tag)
+        for i, (q, reply) in enumerate(_SHOTS[kind]):
+            ex = Item(item_id=f"shot{i}", benchmark="shots", question=q, gold="",
+                      context="(example context)", context_kind="background")
+            ex_user = tpl.render(ex, own_answer="Paris")[-1]["content"]
+            doc.append(f"{ex_user}\n\nResponse:\n{reply}")
+    doc.append(f"{user}\n\nResponse:\n")
+    return _SHOT_END.join(doc[:-1]) + (_SHOT_END if len(doc) > 1 else "") + doc[-1]
 
 
 def _tokens(llm, fmt: _Formatter, text: str) -> list[int]:
@@ -207,10 +244,13 @@ def _choice_ids(llm, name: str, choice: str) -> list[int]:
     key = (name, choice)
     if key not in _CHOICE_IDS:
         ids = set()
-        for v in _VARIANTS.get(choice.lower(), (choice, " " + choice)):
+        variants = _VARIANTS.get(choice.lower(), (choice, " " + choice))
+        for v in variants:
             toks = llm.tokenize(v.encode("utf-8"), add_bos=False, special=False)
-            if toks:
+            if len(toks) == 1:  # whole-word tokens only: ' Y' would also start ' You'
                 ids.add(toks[0])
+        if not ids:  # e.g. ' Abstain' = ' Ab' + 'stain': fall back to its first piece
+            ids.add(llm.tokenize(f" {choice}".encode("utf-8"), add_bos=False, special=False)[0])
         _CHOICE_IDS[key] = sorted(ids)
     return _CHOICE_IDS[key]
 
@@ -224,7 +264,9 @@ def complete(name: str, messages: list[dict[str, str]], *, max_tokens: int = 128
     """Answer one chat request with local model ``name``; returns text, usage and choice logprobs.
 
     ``protocol`` (from the template) switches on the judgment readout:
-    {'kind', 'final_prefix', 'choices', 'confidence_prefix'}.
+    {'kind', 'final_prefix', 'choices', 'confidence_prefix', 'template'}. The
+    choice words are scored by their whole-word first tokens (' Yes', 'Yes',
+    ' yes', ...); a choice with no one-token spelling falls back to its first piece.
     """
     protocol = protocol or {"kind": "answer"}
     kind = protocol.get("kind", "answer")
@@ -236,7 +278,7 @@ def complete(name: str, messages: list[dict[str, str]], *, max_tokens: int = 128
         fmt = _formatter(registry.get(name).name, llm)
         llm.reset()  # every call from an empty KV cache: replays are bit-identical
         llm.set_seed(int(seed))
-        prompt = fmt.render(messages)
+        prompt = fmt.render(messages, protocol)
         ptoks = _tokens(llm, fmt, prompt)
         stops = list(fmt.stop) + list(stop or [])
         gen_kw = dict(temperature=float(temperature), top_k=1 if temperature == 0 else 40,
@@ -267,7 +309,6 @@ def complete(name: str, messages: list[dict[str, str]], *, max_tokens: int = 128
         text = f"{head} {word}"
         n_gen += 1
         if protocol.get("confidence_prefix"):
-
             cp = protocol["confidence_prefix"]
             text = f"{text}\n{cp}"
             grammar = _grammar()
