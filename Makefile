@@ -14,7 +14,10 @@ ifeq ($(strip $(METACOG_DATA_MIRROR)),)
   endif
 endif
 
-.PHONY: book test check elicit bench clean venv-book venv-test system-test
+.PHONY: book test check elicit bench clean venv-book venv-test venv-local system-test
+
+# Which recorded runs `make elicit` asks (default: all of data/responses/runs.yml).
+RUNS ?=
 
 book: venv-book
 	$(BIN)/metacog book
@@ -36,12 +39,26 @@ $(VENV)/.book-ready: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.[book,elicit]'
 	touch $@
 
-$(VENV)/.test-ready: pyproject.toml $(VENV)/.book-ready
+# Tests also need the real SmolLM2 through llama-cpp-python (built from source, ~10 min the
+# first time; pip caches the wheel) and the hidden-state probe's torch CPU build.
+$(VENV)/.test-ready: pyproject.toml $(VENV)/.book-ready scripts/install_local.sh scripts/install_probe.sh
 	$(BIN)/python -m pip install -q -e '.[book,elicit,test]'
+	scripts/install_local.sh smollm2-135m
+	scripts/install_probe.sh
+	touch $@
+
+# The whole local panel, for recording runs.
+$(VENV)/.local-ready: $(VENV)/.book-ready scripts/install_local.sh
+	scripts/install_local.sh
 	touch $@
 
 venv-book: $(VENV)/.book-ready
 venv-test: $(VENV)/.test-ready
+venv-local: $(VENV)/.local-ready
+
+# Record the local panel's responses (resumable; a killed run picks up where it stopped).
+elicit: venv-local
+	$(BIN)/metacog collect $(RUNS)
 
 # Debian packages the tests use: headless Chromium for the rendering test.
 system-test:

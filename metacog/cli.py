@@ -61,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--verify", nargs="*", metavar="NAME", help="check these datasets' sha256")
     p.set_defaults(func=_data)
 
+    p = sub.add_parser("collect", help="record the runs of data/responses/runs.yml (local panel)",
+                       add_help=False)
+    p.set_defaults(func=None)
+
     try:
         from metacog.elicit import cli as elicit_cli
     except ImportError:
@@ -70,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         elicit_cli.add_arguments(p)
         p.set_defaults(func=elicit_cli.main)
 
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "collect":
+        from metacog.collect import main as collect_main
+
+        return collect_main(argv[1:])
     args = parser.parse_args(argv)
     return args.func(args)
 

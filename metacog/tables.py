@@ -100,3 +100,66 @@ def unanimity(df: pd.DataFrame, *, by: str = "domain", value: str = "correct",
                      "all_wrong" if value == "correct" else "all_zero": float((part["unanimous_value"] == 0).mean()),
                      "unanimous": float(part["unanimous"].mean())})
     return pd.DataFrame(rows).set_index(by)
+
+
+def conformance(df: pd.DataFrame, *, min_rate: float = 0.8) -> pd.DataFrame:
+    """Schema conformance per model and probe: the share of replies parsed as the format asks.
+
+    Returns one row per model with a column per probe (share of rows with
+    ``parse_status == 'ok'``), the overall rate, and ``conforms`` (overall rate
+    at least ``min_rate``). Paper 1 leaves out models that cannot follow the
+    output format; chapters do the same with :func:`conforming_models`.
+    """
+    ok = df.assign(ok=(df["parse_status"] == "ok").astype(float))
+    out = ok.pivot_table(index="model", columns="probe", values="ok", aggfunc="mean")
+    out.columns.name = None
+    out["overall"] = ok.groupby("model")["ok"].mean()
+    out["conforms"] = out["overall"] >= min_rate
+    return out
+
+
+def conforming_models(df: pd.DataFrame, *, min_rate: float = 0.8) -> list[str]:
+    """Models whose replies parse at least ``min_rate`` of the time."""
+    c = conformance(df, min_rate=min_rate)
+    return list(c.index[c["conforms"]])
+
+
+def context_accuracy(df: pd.DataFrame) -> pd.DataFrame:
+    """Per model: accuracy with the context ('answer') and without it ('answer_no_context')."""
+    parts = {}
+    for probe, label in (("answer", "with context"), ("answer_no_context", "without context")):
+        sub = df[df["probe"] == probe]
+        if len(sub):
+            parts[label] = sub.groupby("model")["correct"].mean()
+    out = pd.DataFrame(parts)
+    if {"with context", "without context"} <= set(out.columns):
+        out["context gain"] = out["with context"] - out["without context"]
+    return out
+
+
+def base_rates(df: pd.DataFrame) -> pd.DataFrame:
+    """Per model and judgment probe: items judged, share of 'yes' (confident), mean P(Yes)."""
+    judged = df[df["probe"].isin(["prospective", "counterfactual", "c0", "c1", "c2"])]
+    return judged.groupby(["model", "probe"]).agg(
+        items=("item_id", "nunique"), share_yes=("confidence", "mean"), mean_p_yes=("p_yes", "mean"),
+        accuracy=("correct", "mean")).reset_index()
+
+
+def judgment_auroc(df: pd.DataFrame, probe: str = "prospective") -> pd.DataFrame:
+    """Per model: how well a judgment probe predicts correctness (AUROC, NaN if one class).
+
+    Two scores: the binary decision (``confidence``) and the first-token
+    ``P(Yes)`` (``p_yes``), which ranks items more finely when the backend gives it.
+    """
+    from metacog.stats import auroc
+
+    rows = []
+    for model, g in df[df["probe"] == probe].groupby("model"):
+        g = g.dropna(subset=["correct"])
+        row = {"model": model, "items": len(g), "accuracy": g["correct"].mean()}
+        for score in ("confidence", "p_yes"):
+            ok = g.dropna(subset=[score])
+            two = ok["correct"].nunique() == 2 and len(ok) >= 2
+            row[f"auroc_{score}"] = auroc(ok["correct"], ok[score]) if two else np.nan
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("model")

@@ -18,7 +18,7 @@ else
     start=$(date +%s)
     CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" \
     CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
-        "$PYTHON" -m pip install --no-cache-dir "llama-cpp-python>=0.3.2"
+        "$PYTHON" -m pip install "llama-cpp-python>=0.3.2"
     echo "llama-cpp-python built in $(( $(date +%s) - start )) s"
 fi
 

@@ -1,0 +1,114 @@
+"""Recorded runs of the local panel: ask once with ``make elicit``, replay in the book.
+
+``data/responses/runs.yml`` declares each run: a benchmark subset, the models
+and the probes. :func:`collect` asks them through :func:`metacog.elicit.run`
+(every call goes through the resumable response cache, so an interrupted run
+picks up where it stopped) and writes the tidy table to
+``data/responses/<run>.parquet``, one model at a time, atomically. The book's
+chapters read those files with :func:`load`, so building the book loads no model.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+#: Where recorded runs live; $METACOG_RESPONSES_DIR points the book at another folder.
+RESPONSES = Path(os.environ.get("METACOG_RESPONSES_DIR") or ROOT / "data" / "responses")
+RUNS_FILE = RESPONSES / "runs.yml"
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    benchmark: str
+    models: tuple[str, ...]
+    probes: tuple[str, ...]
+    n_items: int
+    seed: int = 0
+    options: dict = field(default_factory=dict)  # extra keyword arguments for load_items
+
+    @property
+    def path(self) -> Path:
+        return RESPONSES / f"{self.name}.parquet"
+
+
+def runs(path: Path = RUNS_FILE) -> dict[str, Run]:
+    """Every run declared in ``runs.yml``, by name."""
+    spec = yaml.safe_load(Path(path).read_text()) or {}
+    out = {}
+    for name, r in (spec.get("runs") or {}).items():
+        missing = {"benchmark", "models", "probes", "n_items"} - set(r)
+        if missing:
+            raise ValueError(f"{path}: run {name!r} lacks {sorted(missing)}.")
+        out[name] = Run(name, r["benchmark"], tuple(r["models"]), tuple(r["probes"]), int(r["n_items"]),
+                        int(r.get("seed", 0)), dict(r.get("options") or {}))
+    return out
+
+
+def items_for(run: Run):
+    from metacog.benchmarks import load_items
+
+    return load_items(run.benchmark, n_items=run.n_items, seed=run.seed, **run.options)
+
+
+def collect(name: str, *, cache=None, progress: bool = True, models: list[str] | None = None) -> pd.DataFrame:
+    """Ask run ``name``'s models its probes (cached, resumable) and write its parquet file."""
+    from metacog import elicit
+
+    all_runs = runs()
+    if name not in all_runs:
+        raise ValueError(f"unknown run {name!r}; runs.yml declares {sorted(all_runs)}.")
+    run = all_runs[name]
+    items = items_for(run)
+    done = load(name) if run.path.exists() else None
+    frames = []
+    for model in models or run.models:
+        df = elicit.run(items, models=[model], probes=list(run.probes), cache=cache, progress=progress,
+                        seed=run.seed)
+        frames.append(df.assign(run=name))
+        table = pd.concat(frames, ignore_index=True)
+        if done is not None:  # keep models recorded earlier that this call did not ask
+            keep = done[~done["model"].isin(table["model"])]
+            table = pd.concat([keep, table], ignore_index=True)
+        _write(table, run.path)
+    return load(name)
+
+
+def _write(df: pd.DataFrame, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".parquet.part")
+    df.to_parquet(tmp, index=False, compression="zstd")
+    os.replace(tmp, path)  # atomic: a crash never leaves a half-written table
+
+
+def load(name: str) -> pd.DataFrame:
+    """The recorded responses of run ``name`` (tidy schema, one row per model x item x probe)."""
+    path = RESPONSES / f"{name}.parquet"
+    if not path.exists():
+        declared = sorted(runs()) if RUNS_FILE.exists() else []
+        raise FileNotFoundError(
+            f"{path} does not exist: run {name!r} has not been recorded. Record it with "
+            f"`make elicit RUNS={name}` (needs the local panel: scripts/install_local.sh). "
+            f"Declared runs: {declared}."
+        )
+    return pd.read_parquet(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="metacog collect", description=__doc__)
+    p.add_argument("runs", nargs="*", help="runs to record (default: every run in runs.yml)")
+    p.add_argument("--models", help="only these models (comma-separated)")
+    p.add_argument("--cache", help="response cache folder (default: the user cache)")
+    args = p.parse_args(argv)
+    for name in args.runs or list(runs()):
+        df = collect(name, cache=args.cache, models=args.models.split(",") if args.models else None)
+        print(f"{name}: {len(df)} rows -> {RESPONSES / (name + '.parquet')}", flush=True)
+    return 0
