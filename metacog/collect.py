@@ -20,7 +20,6 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 #: Where recorded runs live; $METACOG_RESPONSES_DIR points the book at another folder.
 RESPONSES = Path(os.environ.get("METACOG_RESPONSES_DIR") or ROOT / "data" / "responses")
-RUNS_FILE = RESPONSES / "runs.yml"
 
 
 @dataclass(frozen=True)
@@ -35,12 +34,13 @@ class Run:
 
     @property
     def path(self) -> Path:
-        return RESPONSES / f"{self.name}.parquet"
+        return RESPONSES / f"{self.name}.parquet"  # read at call time: tests may move RESPONSES
 
 
-def runs(path: Path = RUNS_FILE) -> dict[str, Run]:
+def runs(path: Path | None = None) -> dict[str, Run]:
     """Every run declared in ``runs.yml``, by name."""
-    spec = yaml.safe_load(Path(path).read_text()) or {}
+    path = Path(path) if path else RESPONSES / "runs.yml"
+    spec = yaml.safe_load(path.read_text()) or {}
     out = {}
     for name, r in (spec.get("runs") or {}).items():
         missing = {"benchmark", "models", "probes", "n_items"} - set(r)
@@ -57,8 +57,12 @@ def items_for(run: Run):
     return load_items(run.benchmark, n_items=run.n_items, seed=run.seed, **run.options)
 
 
-def collect(name: str, *, cache=None, progress: bool = True, models: list[str] | None = None) -> pd.DataFrame:
-    """Ask run ``name``'s models its probes (cached, resumable) and write its parquet file."""
+def collect(name: str, *, cache=None, progress: bool = True, models: list[str] | None = None,
+            **elicit_kwargs) -> pd.DataFrame:
+    """Ask run ``name``'s models its probes (cached, resumable) and write its parquet file.
+
+    Extra keyword arguments go to :func:`metacog.elicit.run` (``api_base``, ``concurrency`` ...).
+    """
     from metacog import elicit
 
     all_runs = runs()
@@ -70,7 +74,7 @@ def collect(name: str, *, cache=None, progress: bool = True, models: list[str] |
     frames = []
     for model in models or run.models:
         df = elicit.run(items, models=[model], probes=list(run.probes), cache=cache, progress=progress,
-                        seed=run.seed)
+                        seed=run.seed, **elicit_kwargs)
         frames.append(df.assign(run=name))
         table = pd.concat(frames, ignore_index=True)
         if done is not None:  # keep models recorded earlier that this call did not ask
@@ -91,7 +95,7 @@ def load(name: str) -> pd.DataFrame:
     """The recorded responses of run ``name`` (tidy schema, one row per model x item x probe)."""
     path = RESPONSES / f"{name}.parquet"
     if not path.exists():
-        declared = sorted(runs()) if RUNS_FILE.exists() else []
+        declared = sorted(runs()) if (RESPONSES / "runs.yml").exists() else []
         raise FileNotFoundError(
             f"{path} does not exist: run {name!r} has not been recorded. Record it with "
             f"`make elicit RUNS={name}` (needs the local panel: scripts/install_local.sh). "

@@ -68,3 +68,14 @@ def test_sidebar_search_finds_a_word_from_a_chapter(site, tmp_path):
     dom = chromium(tmp_path, "--dump-dom", url)
     assert 'id="search-results"' in dom
     assert "notebooks/data.html" in dom.split('id="search-results"')[1]
+
+
+def test_no_key_like_string_in_executed_notebooks_or_pages(site):
+    import re
+
+    key = re.compile(r"(sk-[A-Za-z0-9_\-]{16,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{30,})")
+    executed = list((ROOT / "_build" / "src" / "notebooks").glob("*.ipynb"))
+    assert executed
+    for f in executed + list(site.rglob("*.html")):
+        hit = key.search(f.read_text(errors="replace"))
+        assert hit is None, f"{f} holds a key-like string"

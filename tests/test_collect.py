@@ -1,0 +1,80 @@
+"""Recorded runs: declared in runs.yml, written atomically per model, replayed by the book."""
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from metacog import collect, schema
+
+RUNS = """
+runs:
+  tiny:
+    benchmark: audit
+    n_items: 11
+    seed: 3
+    models: [openai/gpt-4o-mini, openai/gpt-4o]
+    probes: [c0]
+"""
+
+
+@pytest.fixture
+def responses(tmp_path, monkeypatch):
+    (tmp_path / "runs.yml").write_text(RUNS)
+    monkeypatch.setattr(collect, "RESPONSES", tmp_path)
+    return tmp_path
+
+
+def test_runs_are_read_with_their_settings(responses):
+    r = collect.runs()["tiny"]
+    assert r.benchmark == "audit" and r.n_items == 11 and r.seed == 3
+    assert r.models == ("openai/gpt-4o-mini", "openai/gpt-4o") and r.probes == ("c0",)
+    assert r.path == responses / "tiny.parquet"
+
+
+def test_a_run_missing_a_field_is_refused(tmp_path):
+    f = tmp_path / "runs.yml"
+    f.write_text("runs:\n  bad:\n    benchmark: audit\n    models: [m]\n")
+    with pytest.raises(ValueError, match=r"run 'bad' lacks \['n_items', 'probes'\]"):
+        collect.runs(f)
+
+
+def test_collect_writes_every_model_and_load_replays_it(responses, tmp_path):
+    df = collect.collect("tiny", cache=tmp_path / "cache", progress=False,
+                         mock_response="Final answer: Yes\nConfidence: 0.7")
+    assert set(df["model"]) == {"openai/gpt-4o-mini", "openai/gpt-4o"}
+    assert len(df) == 2 * 11 and (df["run"] == "tiny").all()
+    assert df["item_id"].nunique() == 11
+    assert not list(responses.glob("*.part"))
+    again = collect.load("tiny")
+    pd.testing.assert_frame_equal(df, again)
+    schema.conform(again)  # still the tidy schema after the parquet round trip
+
+
+def test_recording_one_model_keeps_the_others(responses, tmp_path):
+    collect.collect("tiny", cache=tmp_path / "cache", progress=False, mock_response="Final answer: Yes\nConfidence: 0.7")
+    collect.collect("tiny", cache=tmp_path / "cache2", progress=False, models=["openai/gpt-4o"],
+                    mock_response="Final answer: No\nConfidence: 0.6")
+    df = collect.load("tiny")
+    assert df.groupby("model").size().to_dict() == {"openai/gpt-4o": 11, "openai/gpt-4o-mini": 11}
+    assert set(df.loc[df.model == "openai/gpt-4o", "decision"]) == {"no"}
+    assert set(df.loc[df.model == "openai/gpt-4o-mini", "decision"]) == {"yes"}
+
+
+def test_loading_an_unrecorded_run_says_how_to_record_it(responses):
+    with pytest.raises(FileNotFoundError, match=r"make elicit RUNS=tiny"):
+        collect.load("tiny")
+
+
+def test_recorded_runs_in_the_repository_conform_and_hold_no_secrets():
+    folder = Path(collect.ROOT) / "data" / "responses"
+    declared = collect.runs(folder / "runs.yml")
+    key = re.compile(r"(sk-[A-Za-z0-9_\-]{16,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{30,})")
+    for f in folder.glob("*.parquet"):
+        assert f.stem in declared, f"{f.name} is not declared in runs.yml"
+        df = pd.read_parquet(f)
+        schema.conform(df, source=f.name)
+        assert set(df["model"]) <= set(declared[f.stem].models)
+        text = df.select_dtypes(exclude="number").astype(str).to_string()
+        assert not key.search(text), f"{f.name} holds a key-like string"
