@@ -328,3 +328,29 @@ def sample_mean_auroc(judgments, correct, ks=None, n_draws: int = 200, seed: int
                      "sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0,
                      "n_subsets": len(vals)})
     return pd.DataFrame(rows)
+
+
+def text_vs_judgment(responses: pd.DataFrame, probe: str, *, text: str = "reasoning_text",
+                     judgments=("confidence", "p_yes"), C: float = 1.0, cv: int = 5, seed: int = 0,
+                     n_boot: int = 1000) -> pd.DataFrame:
+    """Fit the text probe on one probe's replies (pooled over models) and compare AUROCs.
+
+    Rows of ``responses`` with that ``probe``, a non-empty ``text`` and a known
+    ``correct`` are used; every judgment column must be present on those rows
+    (rows missing one are dropped). Returns :func:`compare_auroc`'s table with the
+    text probe first, then each judgment; the reference is the first judgment.
+    ``attrs`` carries ``n_items`` and the fitted ``probe``.
+    """
+    cols = [c for c in judgments if c in responses.columns]
+    rows = responses[(responses["probe"] == probe)].dropna(subset=[text, "correct", *cols])
+    rows = rows[rows[text].astype(str).str.strip() != ""]
+    if rows.empty:
+        raise ValueError(f"text_vs_judgment: no {probe!r} rows with {text!r}, 'correct' and {cols}.")
+    fitted = ReasoningTextProbe(C=C, cv=cv, seed=seed).fit(rows[text].astype(str).tolist(),
+                                                           rows["correct"].to_numpy())
+    scores = {"text_probe": fitted.oof_proba_}
+    scores.update({c: rows[c].to_numpy(dtype=float) for c in cols})
+    out = compare_auroc(fitted.y_, scores, n_boot=n_boot, seed=seed, reference=cols[0] if cols else None)
+    out.attrs["probe"] = fitted
+    out.attrs["n_items"] = len(rows)
+    return out

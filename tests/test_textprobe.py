@@ -128,3 +128,22 @@ def test_probe_bad_input():
         ReasoningTextProbe().predict_proba(["x"])
     with pytest.raises(ValueError, match="labels"):
         ReasoningTextProbe(cv=2).fit(pd.Series(["a", "b", "c"]), [0, 1, 0, 1])
+
+
+def test_text_vs_judgment_beats_an_uninformative_judgment_when_the_text_carries_the_signal():
+    from metacog.textprobe import text_vs_judgment
+
+    rng = np.random.default_rng(0)
+    n = 200
+    correct = rng.random(n) < 0.5
+    texts = [("I recall this clearly, it is well known." if c else "I am not sure, maybe, I think it might be")
+             if rng.random() < 0.85 else "No idea what to say here." for c in correct]
+    df = pd.DataFrame({"probe": "prospective", "reasoning_text": texts, "correct": correct.astype(float),
+                       "confidence": rng.integers(0, 2, n).astype(float), "p_yes": rng.random(n)})
+    out = text_vs_judgment(df, "prospective", n_boot=200).set_index("score")
+    assert out.loc["text_probe", "auroc"] > 0.8
+    assert abs(out.loc["confidence", "auroc"] - 0.5) < 0.12
+    assert out.loc["text_probe", "p_not_better"] < 0.05
+    assert out.attrs["n_items"] == n
+    with pytest.raises(ValueError, match="no 'c2' rows"):
+        text_vs_judgment(df, "c2")
