@@ -24,11 +24,16 @@ Choices the paper leaves open, fixed here (and recorded in every result table):
   noise, a reference); layer ``l >= 1`` is the output of decoder block ``l`` (the
   residual stream, before the final norm).
 * **Prompt.** By default each prompt is wrapped in the model's chat template with the
-  assistant turn opened (``chat=True``), as an instruct model would see it.
+  assistant turn opened (``chat=True``), as an instruct model would see it. The plain and
+  self-critique prompts are the project's C0 and C2 elicitation templates (system + user
+  messages); :func:`length_control` pads the plain prompt with neutral sentences to the
+  self-critique prompt's length, because a longer prompt alone lowers the displacement.
+* **Groups.** CC / OCW come from one reference log (the paper: gpt-4.1-mini's C0 answers),
+  not from the probed model's own answers: :func:`confidence_groups`.
 * **Batching.** The clean copy and the noisy copies run as one batch (41 rows for 40
   trials); ``batch_size`` splits the noisy trials into smaller forward passes with the
   same noise. The noise is drawn from a ``torch.Generator`` seeded from ``seed`` and the
-  prompt text, so a prompt gets the same noise wherever it appears.
+  formatted prompt text, so a prompt gets the same noise wherever it appears.
 
 torch and transformers are imported lazily: ``import metacog.hidden`` and
 :func:`probe_cached` on a cache hit work without them (the book builds from the cache).
@@ -58,9 +63,14 @@ HIGH_CONFIDENCE = 0.8
 SIGMAS = (0.003, 0.01, 0.03, 0.1)
 SCALES = ("embedding_rms", "absolute")
 
-#: Fallback prompt templates (``{question}`` is replaced by the item text). The book's
-#: elicitation templates should be passed instead when they exist; these follow the
-#: paper's description of the C0 forced answer and the C2 self-critique policy.
+#: The default prompts are the project's elicitation templates for the forced-answer
+#: policy C0 and the self-critique policy C2 (``metacog/elicit/templates/``), rendered
+#: as system + user chat messages exactly as the models were asked.
+PLAIN = "c0"
+SELF_CRITIQUE = "c2"
+
+#: Single-message alternatives (``{question}`` is replaced by the item text), following the
+#: paper's description of the forced answer and the self-critique prompt.
 PLAIN_TEMPLATE = (
     "Answer the following yes/no question.\n\n"
     "Question: {question}\n\n"
@@ -71,6 +81,22 @@ SELF_CRITIQUE_TEMPLATE = (
     "whether any evidence you would need is missing, and consider the opposite answer.\n\n"
     "Question: {question}\n\n"
     "Reply with yes or no, then your probability (0 to 1) that your answer is correct."
+)
+
+#: Neutral sentences for the length control (:func:`length_control`): a longer prompt
+#: alone lowers the displacement, so a self-critique effect has to beat a plain prompt
+#: padded to the same length with text that asks for nothing.
+NEUTRAL_SENTENCES = (
+    "This question comes from a general knowledge quiz.",
+    "The quiz covers many different topics, such as history, science, geography and sport.",
+    "Each question in the quiz has a short answer.",
+    "The questions were written in plain English for a general audience.",
+    "They are presented one at a time, in no particular order.",
+    "Some questions are about recent events and others are about the distant past.",
+    "The quiz has been used with many readers before.",
+    "Each question appears exactly once in the collection.",
+    "The collection was put together over several months.",
+    "Questions differ in length, but most fit on a single line.",
 )
 
 RESULT_COLUMNS = [
@@ -102,10 +128,17 @@ def _offline() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-def as_prompts(prompts: Any) -> pd.Series:
-    """Prompts as a string Series indexed by prompt id.
+def _is_chat(p: Any) -> bool:
+    return (isinstance(p, (list, tuple)) and len(p) > 0
+            and all(isinstance(m, Mapping) and {"role", "content"} <= set(m) for m in p))
 
-    Accepts a Series, a mapping id -> text, or a sequence of texts (ids '0', '1', ...).
+
+def as_prompts(prompts: Any) -> pd.Series:
+    """Prompts as an object Series indexed by prompt id.
+
+    Accepts a Series, a mapping id -> prompt, or a sequence of prompts (ids '0', '1', ...).
+    A prompt is a text (sent as the user message) or a chat, a list of
+    ``{"role", "content"}`` messages.
     """
     if isinstance(prompts, str):
         raise ValueError("prompts: got one string; pass a list of prompt texts or a mapping id -> text.")
@@ -126,9 +159,10 @@ def as_prompts(prompts: Any) -> pd.Series:
     if s.index.duplicated().any():
         dup = list(s.index[s.index.duplicated()][:3])
         raise ValueError(f"prompts: duplicate prompt ids {dup}; ids must be unique.")
-    bad = [i for i, t in s.items() if not isinstance(t, str) or not t.strip()]
+    bad = [i for i, t in s.items() if not ((isinstance(t, str) and t.strip()) or _is_chat(t))]
     if bad:
-        raise ValueError(f"prompts: prompt(s) {bad[:3]} are empty or not strings.")
+        raise ValueError(f"prompts: prompt(s) {bad[:3]} are empty, or neither a text nor a list "
+                         "of {'role', 'content'} messages.")
     s.name = "prompt"
     return s.astype(object)
 
@@ -230,6 +264,16 @@ def load_model(name_or_path: str | os.PathLike, *, download: bool = True):
     return model, tokenizer
 
 
+def unload_models() -> int:
+    """Forget the models :func:`load_model` cached (a 1.5B model holds ~6 GB in float32)."""
+    n = len(_LOADED)
+    _LOADED.clear()
+    import gc
+
+    gc.collect()
+    return n
+
+
 def embedding_rms(model) -> float:
     """RMS of the input-embedding matrix (times the embedding scale, if the model has one)."""
     torch = _require_torch()
@@ -256,17 +300,23 @@ def _decoder_layers(model):
     return list(layers)
 
 
-def format_prompt(tokenizer, text: str, *, chat: bool = True) -> str:
-    """The text the model sees: the user turn in the chat template with the reply opened."""
+def format_prompt(tokenizer, prompt: str | list, *, chat: bool = True) -> str:
+    """The text the model sees: the messages in the chat template with the reply opened.
+
+    A text prompt is the user message; a list of messages is used as is. With
+    ``chat=False`` a text prompt is passed raw (for base models without a template).
+    """
     if not chat:
-        return text
+        if not isinstance(prompt, str):
+            raise ValueError("chat=False needs text prompts, not lists of chat messages.")
+        return prompt
     if not getattr(tokenizer, "chat_template", None):
         raise ValueError(
             "this tokenizer has no chat template (a base model?); call the probe with chat=False."
         )
-    return tokenizer.apply_chat_template(
-        [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False
-    )
+    msgs = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else \
+        [{"role": m["role"], "content": m["content"]} for m in prompt]
+    return tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
 
 
 # --------------------------------------------------------------------------- the probe
@@ -369,7 +419,7 @@ def noise_probe(model, tokenizer, prompts, sigma: float = SIGMA, n_trials: int =
         full = format_prompt(tokenizer, text, chat=chat)
         input_ids = tokenizer(full, return_tensors="pt", add_special_tokens=not chat)["input_ids"]
         last, toks, cnorm = _probe_one(torch, model, blocks, input_ids, noise_std, int(n_trials),
-                                       _prompt_seed(seed, text), batch_size, layers)
+                                       _prompt_seed(seed, full), batch_size, layers)
         common = {"n_tokens": int(input_ids.shape[1]), "sigma": float(sigma),
                   "noise_std": noise_std, "scale": scale, "n_trials": int(n_trials),
                   "seed": int(seed), "chat": bool(chat)}
@@ -413,7 +463,7 @@ def probe_key(model_sha: str, prompts, sigma: float, n_trials: int, seed: int, *
     """Content address of a probe run and the settings it hashes."""
     s = as_prompts(prompts)
     phash = hashlib.sha256(
-        json.dumps([[i, t] for i, t in s.items()], ensure_ascii=False).encode()
+        json.dumps([[i, t] for i, t in s.items()], ensure_ascii=False, sort_keys=True).encode()
     ).hexdigest()
     spec = {
         "probe_version": PROBE_VERSION, "model_sha256": model_sha, "prompts_sha256": phash,
@@ -472,35 +522,98 @@ def probe_cached(model: str | os.PathLike, prompts, sigma: float = SIGMA, n_tria
 # --------------------------------------------------------------------------- comparisons
 
 
-def build_prompts(items, template: str | Callable[[str], str] = PLAIN_TEMPLATE) -> pd.Series:
-    """Prompt texts indexed by item id, from items and a template.
+def _items_list(items) -> list:
+    """Items as :class:`metacog.items.Item` objects (from Items, a frame or a mapping)."""
+    from metacog.items import Item
 
-    ``items``: a list of :class:`metacog.items.Item`, a DataFrame with ``item_id`` and
-    ``question``, or a mapping item id -> question. ``template``: a string with
-    ``{question}`` or a function question -> prompt.
-    """
     if isinstance(items, pd.DataFrame):
         missing = {"item_id", "question"} - set(items.columns)
         if missing:
             raise ValueError(f"items table is missing column(s) {sorted(missing)}.")
-        q = dict(zip(items["item_id"].astype(str), items["question"]))
-    elif isinstance(items, Mapping):
-        q = {str(k): v for k, v in items.items()}
-    else:
-        q = {}
-        for it in items:
-            if not hasattr(it, "item_id") or not hasattr(it, "question"):
-                raise ValueError(f"items: {it!r} is not an Item (needs item_id and question).")
-            q[str(it.item_id)] = it.question
+        return [Item(str(i), "probe", q, None) for i, q in zip(items["item_id"], items["question"])]
+    if isinstance(items, Mapping):
+        return [Item(str(k), "probe", v, None) for k, v in items.items()]
+    out = list(items)
+    for it in out:
+        if not hasattr(it, "item_id") or not hasattr(it, "question"):
+            raise ValueError(f"items: {it!r} is not an Item (needs item_id and question).")
+    return out
+
+
+def _renderer(template) -> Callable:
+    """item -> prompt, for a {question} string, an elicitation template (name or object) or a function."""
+    if isinstance(template, str) and "{question}" in template:
+        return lambda it: template.replace("{question}", str(it.question).strip())
     if isinstance(template, str):
-        if "{question}" not in template:
-            raise ValueError("template must contain '{question}' (or be a function question -> prompt).")
-        fill = lambda text: template.replace("{question}", str(text))  # noqa: E731
-    elif callable(template):
-        fill = template
-    else:
-        raise ValueError(f"template must be a string or a function, got {type(template).__name__}.")
-    return as_prompts({k: fill(v) for k, v in q.items()})
+        from metacog.elicit import prompts as elicit_prompts
+
+        try:
+            template = elicit_prompts.get(template)
+        except ValueError as e:
+            raise ValueError(f"template {template!r}: neither a text with '{{question}}' nor an "
+                             f"elicitation template ({e})") from None
+    if hasattr(template, "render"):
+        return lambda it: template.render(it)
+    if callable(template):
+        return lambda it: template(it.question)
+    raise ValueError(f"template must be a string, an elicitation template or a function, "
+                     f"got {type(template).__name__}.")
+
+
+def build_prompts(items, template: Any = PLAIN) -> pd.Series:
+    """Prompts indexed by item id, from items and a template.
+
+    ``items``: a list of :class:`metacog.items.Item`, a DataFrame with ``item_id`` and
+    ``question``, or a mapping item id -> question. ``template``: an elicitation template
+    name ('c0', 'c2@1') or :class:`metacog.elicit.Template` (gives system + user chat
+    messages), a text with ``{question}`` (gives the user message), or a function
+    question -> prompt.
+    """
+    render = _renderer(template)
+    return as_prompts({str(it.item_id): render(it) for it in _items_list(items)})
+
+
+def _user_text(prompt) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    users = [m["content"] for m in prompt if m["role"] == "user"]
+    if not users:
+        raise ValueError("length_control: a chat prompt has no user message.")
+    return users[-1]
+
+
+def _pad(prompt, n_chars: int):
+    """``prompt`` with neutral sentences (about ``n_chars`` characters) after its first paragraph."""
+    filler, i = [], 0
+    while n_chars > 0 and sum(len(f) + 1 for f in filler) < n_chars - 20:
+        filler.append(NEUTRAL_SENTENCES[i % len(NEUTRAL_SENTENCES)])
+        i += 1
+
+    def pad_text(text: str) -> str:
+        if not filler:
+            return text
+        head, sep, tail = text.partition("\n\n")
+        return head + "\n\n" + " ".join(filler) + (sep + tail if sep else "")
+
+    if isinstance(prompt, str):
+        return pad_text(prompt)
+    out = [dict(m) for m in prompt]
+    j = max(k for k, m in enumerate(out) if m["role"] == "user")
+    out[j]["content"] = pad_text(out[j]["content"])
+    return out
+
+
+def length_control(items, plain: Any = PLAIN, critique: Any = SELF_CRITIQUE) -> pd.Series:
+    """The plain prompt padded with neutral sentences to the length of the self-critique prompt.
+
+    Longer prompts alone lower the displacement (attention averages the noise over more
+    positions), so the self-critique effect should be compared with this control: same
+    instructions as ``plain``, about as many characters in the user message as ``critique``,
+    and no request to critique.
+    """
+    p, c = build_prompts(items, plain), build_prompts(items, critique)
+    return as_prompts({i: _pad(p[i], len(_user_text(c[i])) - len(_user_text(p[i])))
+                       for i in p.index})
 
 
 def confidence_groups(responses: pd.DataFrame, *, threshold: float = HIGH_CONFIDENCE,
@@ -550,29 +663,33 @@ def probe_conditions(model, conditions: Mapping[str, Any], *, sigma: float = SIG
     return pd.concat(parts, ignore_index=True)
 
 
-def compare_prompts(model, items, *, plain: str | Callable = PLAIN_TEMPLATE,
-                    critique: str | Callable = SELF_CRITIQUE_TEMPLATE, sigma: float = SIGMA,
-                    n_trials: int = N_TRIALS, seed: int = 0, **kw) -> pd.DataFrame:
-    """The same items under a plain and a self-critique prompt (conditions 'plain', 'self_critique')."""
-    return probe_conditions(
-        model, {"plain": build_prompts(items, plain), "self_critique": build_prompts(items, critique)},
-        sigma=sigma, n_trials=n_trials, seed=seed, **kw)
+def compare_prompts(model, items, *, plain: Any = PLAIN, critique: Any = SELF_CRITIQUE,
+                    control: bool = False, sigma: float = SIGMA, n_trials: int = N_TRIALS,
+                    seed: int = 0, **kw) -> pd.DataFrame:
+    """The same items under the plain and the self-critique prompt (conditions 'plain',
+    'self_critique'); ``control=True`` adds the length-matched :func:`length_control`
+    ('length_control'). Templates as in :func:`build_prompts`.
+    """
+    conditions = {"plain": build_prompts(items, plain), "self_critique": build_prompts(items, critique)}
+    if control:
+        conditions["length_control"] = length_control(items, plain, critique)
+    return probe_conditions(model, conditions, sigma=sigma, n_trials=n_trials, seed=seed, **kw)
 
 
 def compare_groups(model, responses: pd.DataFrame, items, *,
-                   templates: Mapping[str, str | Callable] | None = None,
+                   templates: Mapping[str, Any] | None = None,
                    threshold: float = HIGH_CONFIDENCE, probe: str | None = "c0",
                    sigma: float = SIGMA, n_trials: int = N_TRIALS, seed: int = 0,
                    **kw) -> pd.DataFrame:
     """CC vs OCW items (from ``responses``) probed under each template; adds ``group``.
 
-    ``templates`` defaults to ``{'plain': PLAIN_TEMPLATE, 'self_critique':
-    SELF_CRITIQUE_TEMPLATE}``, giving the paper's 2 x 2 design (group x prompt).
+    ``templates`` defaults to ``{'plain': 'c0', 'self_critique': 'c2'}``, giving the paper's
+    2 x 2 design (group x prompt).
     """
     groups = confidence_groups(responses, threshold=threshold, probe=probe)
     if groups.empty:
         raise ValueError(f"responses: no confident (>= {threshold}) answered items, so no CC/OCW groups.")
-    templates = templates or {"plain": PLAIN_TEMPLATE, "self_critique": SELF_CRITIQUE_TEMPLATE}
+    templates = templates or {"plain": PLAIN, "self_critique": SELF_CRITIQUE}
     conditions = {}
     for name, tpl in templates.items():
         p = build_prompts(items, tpl)

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from metacog.data.fetch import cache_dir, sha256_file
+
 
 @dataclass(frozen=True)
 class LocalModel:
@@ -108,10 +110,7 @@ PANEL = ("smollm2-135m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b")
 def model_dir() -> Path:
     """Folder holding the assembled GGUF files (``$METACOG_MODEL_DIR`` or the user cache)."""
     env = os.environ.get("METACOG_MODEL_DIR")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "metacog" / "models"
+    return Path(env).expanduser() if env else cache_dir() / "models"
 
 
 def get(name: str) -> LocalModel:
@@ -125,12 +124,6 @@ def get(name: str) -> LocalModel:
     return REGISTRY[key]
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _say(msg: str) -> None:

@@ -10,7 +10,6 @@ Run it once when a dataset is added or re-pinned, and commit the result.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from metacog.data.fetch import sha256_file  # noqa: E402
 from metacog.data.registry import DATASETS  # noqa: E402
 
 
@@ -52,14 +52,6 @@ RULES = {
 }
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def main(mirror: str) -> None:
     out_dir = ROOT / "metacog" / "data" / "manifests"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -69,7 +61,7 @@ def main(mirror: str) -> None:
         entries = {}
         for p in files:
             rel = p.relative_to(base).as_posix()
-            entries[rel] = {"sha256": sha256(p), "size": p.stat().st_size, "upstream": upstream(rel)}
+            entries[rel] = {"sha256": sha256_file(p), "size": p.stat().st_size, "upstream": upstream(rel)}
         (out_dir / f"{name}.json").write_text(json.dumps({"dataset": name, "files": entries}, indent=1) + "\n")
         print(f"{name}: {len(entries)} files")
 

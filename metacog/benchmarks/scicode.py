@@ -57,8 +57,7 @@ def _cache_root() -> Path:
     return cache_dir() / "scicode"
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+from metacog.data.fetch import sha256_file as _sha256
 
 
 def wheel_path(download: bool = True) -> Path:

@@ -44,7 +44,8 @@ def _check_name(name: str) -> None:
         raise ValueError(f"Unknown dataset {name!r}; known datasets: {sorted(DATASETS)}.")
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
     h = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -145,7 +146,7 @@ def _download(name: str, dest: Path, rels: list[str]) -> list[str]:
         except (urllib.error.URLError, OSError, TimeoutError) as exc:
             errors.append(f"download: {url} failed ({exc})")
             break
-        got = _sha256(Path(tmp.name))
+        got = sha256_file(Path(tmp.name))
         if got != info["sha256"]:
             os.unlink(tmp.name)
             errors.append(f"download: {url} has sha256 {got}, expected {info['sha256']}; not saved")
@@ -173,7 +174,7 @@ def verify(name: str, *, path: str | os.PathLike | None = None) -> Path:
     """Locate ``name`` and check every file's sha256 against the manifest."""
     folder = locate(name, path=path)
     for rel, info in manifest(name).items():
-        got = _sha256(folder / rel)
+        got = sha256_file(folder / rel)
         if got != info["sha256"]:
             raise ValueError(f"{folder / rel}: sha256 {got} differs from the pinned {info['sha256']}; "
                              f"the copy is corrupt or a different version. Delete it and fetch again.")

@@ -55,11 +55,10 @@ def cache_key(model: str, messages: list[dict[str, str]], params: dict[str, Any]
 
 def default_dir() -> Path:
     """``$METACOG_ELICIT_CACHE`` or ``~/.cache/metacog/elicit``."""
+    from metacog.data.fetch import cache_dir
+
     env = os.environ.get("METACOG_ELICIT_CACHE")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "metacog" / "elicit"
+    return Path(env).expanduser() if env else cache_dir() / "elicit"
 
 
 @dataclass(frozen=True)
