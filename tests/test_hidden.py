@@ -131,8 +131,36 @@ def test_build_prompts():
     assert H.build_prompts(frame, str.upper).to_dict() == {"q1": "IS WATER WET?"}
     crit = H.build_prompts(items, H.SELF_CRITIQUE_TEMPLATE)
     assert "Is fire cold?" in crit["q2"] and "opposite" in crit["q2"]
-    with pytest.raises(ValueError, match="question"):
+    with pytest.raises(ValueError, match="neither a text"):
         H.build_prompts(items, "no placeholder")
+    # default: the project's elicitation templates, as system + user messages
+    from metacog.elicit import prompts
+
+    c0 = H.build_prompts(items)
+    assert c0["q1"] == prompts.get("c0").render(items[0])
+    assert [m["role"] for m in c0["q1"]] == ["system", "user"] and "Is water wet?" in c0["q1"][1]["content"]
+    c2 = H.build_prompts(items, H.SELF_CRITIQUE)
+    assert "critique" in c2["q1"][1]["content"] and c2["q1"] != c0["q1"]
+    k0, _ = H.probe_key("abc", c0, 0.01, 40, 0)
+    assert k0 == H.probe_key("abc", H.build_prompts(items, "c0@1"), 0.01, 40, 0)[0]
+    assert k0 != H.probe_key("abc", c2, 0.01, 40, 0)[0]
+
+
+def test_length_control_pads_plain_to_critique_length():
+    from metacog.items import Item
+
+    items = [Item("q1", "audit", "Did Alexander Fleming discover penicillin in 1928?", "yes")]
+    plain, crit = H.build_prompts(items)["q1"], H.build_prompts(items, H.SELF_CRITIQUE)["q1"]
+    ctrl = H.length_control(items)["q1"]
+    assert ctrl[0] == plain[0]  # same system message
+    u_plain, u_crit, u_ctrl = plain[1]["content"], crit[1]["content"], ctrl[1]["content"]
+    assert abs(len(u_ctrl) - len(u_crit)) <= 0.15 * (len(u_crit) - len(u_plain))
+    assert "critique" not in u_ctrl.lower() and "opposite" not in u_ctrl.lower()
+    # the plain instructions are all still there, in order, after the question
+    assert u_ctrl.startswith(u_plain.split("\n\n")[0])
+    assert u_ctrl.endswith(u_plain.split("\n\n", 1)[1])
+    s = H.length_control(items, H.PLAIN_TEMPLATE, H.SELF_CRITIQUE_TEMPLATE)["q1"]
+    assert isinstance(s, str) and abs(len(s) - len(H.build_prompts(items, H.SELF_CRITIQUE_TEMPLATE)["q1"])) < 60
 
 
 def _synthetic(n_items=30, n_layers=4, seed=1):
@@ -231,7 +259,7 @@ def test_batch_equals_one_trial_at_a_time(smol):
     # rebuild the noise independently and run trials 0 and 7 on their own
     ids = tok(H.format_prompt(tok, text), return_tensors="pt", add_special_tokens=False)["input_ids"]
     emb = model.get_input_embeddings()(ids)
-    gen = torch.Generator().manual_seed(H._prompt_seed(seed, text))
+    gen = torch.Generator().manual_seed(H._prompt_seed(seed, H.format_prompt(tok, text)))
     noise = torch.randn((n_trials, *emb.shape[1:]), generator=gen) * (sigma * H.embedding_rms(model))
     with torch.no_grad():
         clean = model(inputs_embeds=emb, output_hidden_states=True).hidden_states
@@ -306,3 +334,19 @@ def test_cache_round_trip_without_recomputation(tmp_path, smol, monkeypatch):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [str(len(first)), "True"]
+
+
+@pytest.mark.slow
+@needs_model
+def test_chat_prompts_and_length_control_tokens(smol):
+    from metacog.items import Item
+
+    _, tok = smol
+    items = [Item("q1", "audit", PROMPTS["paris"], "yes")]
+    conds = {"plain": H.build_prompts(items), "critique": H.build_prompts(items, H.SELF_CRITIQUE),
+             "control": H.length_control(items)}
+    texts = {k: H.format_prompt(tok, v["q1"]) for k, v in conds.items()}
+    assert all("careful expert" in t and PROMPTS["paris"] in t for t in texts.values())
+    n = {k: len(tok(t, add_special_tokens=False)["input_ids"]) for k, t in texts.items()}
+    assert n["critique"] - n["plain"] >= 30
+    assert abs(n["control"] - n["critique"]) <= 0.2 * (n["critique"] - n["plain"])
