@@ -14,7 +14,7 @@ def _book(args) -> int:
     except BookError as exc:
         print(f"metacog book: {exc}", file=sys.stderr)
         return 1
-    print(f"The book is at {index}")
+    print(f"Executed chapters are in {index}" if args.no_html else f"The book is at {index}")
     return 0
 
 
