@@ -78,3 +78,27 @@ def test_recorded_runs_in_the_repository_conform_and_hold_no_secrets():
         assert set(df["model"]) <= set(declared[f.stem].models)
         text = df.select_dtypes(exclude="number").astype(str).to_string()
         assert not key.search(text), f"{f.name} holds a key-like string"
+
+
+@pytest.mark.localmodel
+@pytest.mark.slow
+@pytest.mark.parametrize("run_name, probe, n", [("audit_policies", "c0", 3), ("squad", "prospective", 2)])
+def test_recorded_calls_replay_identically_when_asked_live(run_name, probe, n):
+    """A few recorded SmolLM2 calls, asked again live with no cache, give the same reply."""
+    from metacog import elicit
+    from metacog.elicit import local
+
+    if not local.available():
+        pytest.skip("llama-cpp-python or the SmolLM2 file is missing: run scripts/install_local.sh smollm2-135m")
+    folder = Path(collect.ROOT) / "data" / "responses"
+    run = collect.runs(folder / "runs.yml")[run_name]
+    recorded = pd.read_parquet(folder / f"{run_name}.parquet")
+    model = "local/smollm2-135m"
+    rows = recorded[(recorded["model"] == model) & (recorded["probe"] == probe)].sort_values("item_id").head(n)
+    assert len(rows) == n
+    items = [i for i in collect.items_for(run) if i.item_id in set(rows["item_id"])]
+    live = elicit.run(items, models=[model], probes=[probe], cache=False, progress=False, seed=run.seed)
+    live = live[live["probe"] == probe].set_index("item_id").loc[rows["item_id"]]
+    assert live["raw_text"].tolist() == rows["raw_text"].tolist()
+    assert live["decision"].tolist() == rows["decision"].tolist()
+    assert live["cache_key"].tolist() == rows["cache_key"].tolist()
