@@ -218,11 +218,9 @@ def _first_lines(text: str, n: int = 25) -> str:
     return "\n".join(lines[-n:])
 
 
-def _fingerprint(chapter: Chapter, root: Path) -> str:
-    """What an executed chapter depends on: its source, parameters, the package and the data caches."""
+def _shared_digest(root: Path) -> bytes:
+    """Digest of what every chapter depends on: the package, the data caches and the mirror setting."""
     h = hashlib.sha256()
-    h.update((root / chapter.source).read_bytes())
-    h.update(json.dumps(chapter.parameters, sort_keys=True).encode())
     for folder in ("metacog", "data"):
         for p in sorted((root / folder).rglob("*")):
             if p.is_file() and "__pycache__" not in p.parts:
@@ -230,6 +228,15 @@ def _fingerprint(chapter: Chapter, root: Path) -> str:
                 h.update(str(p.stat().st_size).encode())
                 h.update(hashlib.sha256(p.read_bytes()).digest() if p.stat().st_size < 50_000_000 else b"")
     h.update(os.environ.get("METACOG_DATA_MIRROR", "").encode())
+    return h.digest()
+
+
+def _fingerprint(chapter: Chapter, root: Path, shared: bytes) -> str:
+    """What an executed chapter depends on: its source, its parameters and the shared digest."""
+    h = hashlib.sha256()
+    h.update((root / chapter.source).read_bytes())
+    h.update(json.dumps(chapter.parameters, sort_keys=True).encode())
+    h.update(shared)
     return h.hexdigest()
 
 
@@ -250,11 +257,12 @@ def build(root: Path = ROOT, *, only: list[str] | None = None, html: bool = True
     stamps_file = out / "executed.json"
     stamps = json.loads(stamps_file.read_text()) if stamps_file.exists() and reuse else {}
     failures = []
+    shared = _shared_digest(root)
     for ch in chapters:
         if only and ch.page not in only:
             continue
         target = src / "notebooks" / f"{ch.page}.ipynb"
-        fp = _fingerprint(ch, root)
+        fp = _fingerprint(ch, root, shared)
         if reuse and stamps.get(ch.page) == fp and target.exists():
             print(f"[book] {ch.page}: unchanged, reusing the executed copy", flush=True)
             continue
