@@ -31,6 +31,9 @@ class Run:
     n_items: int
     seed: int = 0
     options: dict = field(default_factory=dict)  # extra keyword arguments for load_items
+    samples: int = 1  # repeats per call (sample s uses seed + s); > 1 needs temperature > 0
+    temperature: float = 0.0
+    max_tokens: int | None = None  # None: each template's own max_tokens
 
     @property
     def path(self) -> Path:
@@ -46,9 +49,24 @@ def runs(path: Path | None = None) -> dict[str, Run]:
         missing = {"benchmark", "models", "probes", "n_items"} - set(r)
         if missing:
             raise ValueError(f"{path}: run {name!r} lacks {sorted(missing)}.")
-        out[name] = Run(name, r["benchmark"], tuple(r["models"]), tuple(r["probes"]), int(r["n_items"]),
-                        int(r.get("seed", 0)), dict(r.get("options") or {}))
+        unknown = set(r) - _FIELDS
+        if unknown:
+            raise ValueError(f"{path}: run {name!r} has unknown field(s) {sorted(unknown)}; "
+                             f"allowed: {sorted(_FIELDS)}.")
+        run = Run(name, r["benchmark"], tuple(r["models"]), tuple(r["probes"]), int(r["n_items"]),
+                  int(r.get("seed", 0)), dict(r.get("options") or {}), int(r.get("samples", 1)),
+                  float(r.get("temperature", 0.0)),
+                  None if r.get("max_tokens") is None else int(r["max_tokens"]))
+        if run.samples < 1 or (run.samples > 1 and run.temperature <= 0):
+            raise ValueError(f"{path}: run {name!r} asks samples={run.samples} at temperature="
+                             f"{run.temperature}; repeated samples need samples >= 2 and temperature > 0 "
+                             "(greedy decoding repeats itself).")
+        out[name] = run
     return out
+
+
+_FIELDS = {"benchmark", "models", "probes", "n_items", "seed", "options", "samples", "temperature",
+           "max_tokens"}
 
 
 def items_for(run: Run):
@@ -73,8 +91,10 @@ def collect(name: str, *, cache=None, progress: bool = True, models: list[str] |
     done = load(name) if run.path.exists() else None
     frames = []
     for model in models or run.models:
+        settings = dict(seed=run.seed, samples=run.samples, temperature=run.temperature,
+                        max_tokens=run.max_tokens)
         df = elicit.run(items, models=[model], probes=list(run.probes), cache=cache, progress=progress,
-                        seed=run.seed, **elicit_kwargs)
+                        **{**settings, **elicit_kwargs})
         frames.append(df.assign(run=name))
         table = pd.concat(frames, ignore_index=True)
         if done is not None:  # keep models recorded earlier that this call did not ask

@@ -23,6 +23,8 @@ from metacog import hidden
 
 CONDITIONS = ("plain", "self_critique", "length_control")
 SWEEP_SIGMAS = (0.003, 0.01, 0.03, 0.1)
+#: The prompt contrasts a - b that :meth:`Study.contrasts` reports.
+CONTRASTS = (("self_critique", "plain"), ("length_control", "plain"), ("self_critique", "length_control"))
 
 
 @dataclass
@@ -35,6 +37,37 @@ class Study:
         """Mean displacement over layers >= 1 per condition and group."""
         t = self.probe[self.probe["layer"] >= 1]
         return t.groupby(["condition", "group"])["displacement"].mean().unstack("group")
+
+    def contrasts(self, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+        """The paired prompt contrasts of :data:`CONTRASTS` over layers >= 1.
+
+        One row per contrast 'a - b': ``rel_change`` is the mean over layers of the
+        relative change of the displacement (delta / mean of b), ``layers_below`` the
+        number of layers whose bootstrap CI of a - b lies wholly below zero.
+        """
+        t = self.probe[self.probe["layer"] >= 1]
+        rows = []
+        for a, b in CONTRASTS:
+            d = hidden.paired_difference(t, a, b, n_boot=n_boot, seed=seed)
+            rows.append({"contrast": f"{a} - {b}", "rel_change": float(d["rel_delta"].mean()),
+                         "layers_below": int((d["ci_high"] < 0).sum()), "layers": len(d),
+                         "items": int(d["n"].max())})
+        return pd.DataFrame(rows).set_index("contrast")
+
+    def fragility(self, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+        """OCW minus CC per prompt and layer >= 1, with ``covers_zero`` (the CI includes 0:
+        confident errors move no more than confident hits)."""
+        gd = hidden.group_difference(self.probe[self.probe["layer"] >= 1], "OCW", "CC",
+                                     by="condition", n_boot=n_boot, seed=seed)
+        return gd.assign(covers_zero=(gd["ci_low"] <= 0) & (gd["ci_high"] >= 0))
+
+    def sweep_spread(self) -> float:
+        """How far displacement / sigma varies across the sweep's sigmas (max/min - 1, layers >= 1).
+
+        Near 0 means the response is linear in the noise over the swept range."""
+        sw = self.sweep[self.sweep["layer"] >= 1]
+        ratio = (sw["displacement"] / sw["sigma"]).groupby(sw["sigma"]).mean()
+        return float(ratio.max() / ratio.min() - 1)
 
 
 def select_items(responses: pd.DataFrame, model: str, n_per_group: int = 8, seed: int = 0,

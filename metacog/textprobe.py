@@ -354,3 +354,33 @@ def text_vs_judgment(responses: pd.DataFrame, probe: str, *, text: str = "reason
     out.attrs["probe"] = fitted
     out.attrs["n_items"] = len(rows)
     return out
+
+
+def sample_matrix(sampled: pd.DataFrame, outcomes: pd.DataFrame, probe: str = "prospective", *,
+                  outcome_probe: str = "answer_no_context", value: str = "confidence"):
+    """A repeated judgment as a (model, item_id) x sample matrix, with the outcome it predicts.
+
+    ``sampled`` holds the repeated ``probe`` rows (column ``sample``); ``outcomes``
+    the same models' single attempts ``outcome_probe`` (default: the answer without
+    the context, the target of a prospective judgment). Returns ``(J, correct)``:
+    ``J`` has one column per sample (NaN where a sample failed to parse) and
+    ``correct`` is aligned to its rows; pairs with no known outcome are left out.
+    Feed them to :func:`sample_mean_auroc`.
+    """
+    rows = sampled[sampled["probe"] == probe]
+    if rows.empty:
+        raise ValueError(f"sample_matrix: no {probe!r} rows in the sampled table; probes there: "
+                         f"{sorted(sampled['probe'].dropna().unique())}.")
+    J = rows.pivot_table(index=["model", "item_id"], columns="sample", values=value, aggfunc="first",
+                         dropna=False)
+    J = J.reindex(columns=sorted(rows["sample"].dropna().unique()))
+    y = (outcomes[outcomes["probe"] == outcome_probe].dropna(subset=["correct"])
+         .drop_duplicates(["model", "item_id"]).set_index(["model", "item_id"])["correct"])
+    keep = J.index.intersection(y.index)
+    if keep.empty:
+        raise ValueError(f"sample_matrix: no (model, item_id) pair has both sampled {probe!r} rows and a "
+                         f"graded {outcome_probe!r} attempt; record the outcome run for the same models "
+                         "and items.")
+    J = J.loc[keep].astype(float)
+    J.columns = [int(c) for c in J.columns]
+    return J, y.loc[keep].astype(float)

@@ -100,7 +100,7 @@ def test_legalbench_decomposition():
     assert hearsay[0].item_id == "hearsay/74"
     assert hearsay[0].question.endswith(
         "Q: On the issue of whether Tom identified the suspect at the scene of the crime, "
-        "the fact that he pointed at the defendant. Is there hearsay?")
+        "the fact that he pointed at the defendant. Is there hearsay?\n\nAnswer with one of: No, Yes.")
     assert "Federal Rules of Evidence" in hearsay[0].context
     maud = [it for it in items if it.meta["task"] == "maud_tail_period_length"][0]
     assert "Option C: within 12 months" in maud.question  # the options the letter refers to
@@ -252,5 +252,16 @@ def test_legalbench_tsv_field_count(fake_mirror):
     _files.read_table.cache_clear()
     items = legalbench.load_items(tasks=["toy"])
     assert [it.item_id for it in items] == ["toy/0", "toy/1"]
-    assert items[0].question == "Answer yes.\n\nQ: fine"  # instruction + filled template, cue dropped
+    # instruction + filled template, cue dropped, then the labels (few-shot examples are not shown)
+    assert items[0].question.startswith("Answer yes.\n\nQ: fine\n\nAnswer with one of: ")
     assert items[0].context == "A toy task." and items[0].meta["labels"] == ["No", "Yes"]
+
+
+def test_legalbench_states_the_labels_only_when_the_question_does_not():
+    from metacog.benchmarks.legalbench import _label_hint
+
+    assert _label_hint(["No", "Yes"], "Is there hearsay?") == "\n\nAnswer with one of: No, Yes."
+    assert _label_hint(["No", "Yes"], "Answer Yes or No. Is there hearsay?") == ""
+    assert _label_hint(["A", "B", "C"], "Covered? [A: Yes; B: No; C: It's ambiguous]") == ""
+    assert _label_hint(["A", "B", "C"], "Covered?") == "\n\nAnswer with one of: A, B, C."
+    assert _label_hint([], "Name the parties.") == ""  # not a classification task

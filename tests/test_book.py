@@ -53,11 +53,33 @@ def make_root(tmp_path, chapters, sets, notebooks):
 def test_the_real_manifest_is_valid():
     chapters = book.load_manifest(ROOT)
     assert chapters, "the manifest lists no chapters"
-    titles = [book.page_title(ROOT / c.source) for c in chapters]
+    titles = [c.title or book.page_title(ROOT / c.source) for c in chapters]
     assert len(set(titles)) == len(titles)
     toc = (ROOT / "_toc.yml").read_text()
     for c in chapters:
         assert f"notebooks/{c.page}" in toc, f"{c.page} is executed but not in _toc.yml"
+
+
+def test_every_benchmark_and_hypothesis_has_its_page():
+    """Outside checks look for these words in the page names (issues 5 and 6)."""
+    pages = [c.page for c in book.load_manifest(ROOT)]
+    for word in ["squad", "mmlu", "legalbench", "math", "omni", "scicode", "audit",
+                 "rank_one", "pairwise", "shortcut", "reasoning_text", "miscalibration", "power"]:
+        assert any(word in p for p in pages), f"no page name contains {word!r}: {pages}"
+
+
+def test_every_run_a_chapter_replays_is_declared_and_recorded():
+    from metacog import collect
+
+    declared = collect.runs(ROOT / "data" / "responses" / "runs.yml")
+    for c in book.load_manifest(ROOT):
+        named = [v for k, v in c.parameters.items() if k.endswith("run") and isinstance(v, str)]
+        named += [v.split(":")[0] for k, v in c.parameters.items() if k.endswith("sources") for v in v]
+        named += [v for k, v in c.parameters.items() if k.endswith("runs") and isinstance(v, list) for v in v]
+        for run in named:
+            assert run in declared, f"{c.page} replays run {run!r}, which runs.yml does not declare"
+            assert (ROOT / "data" / "responses" / f"{run}.parquet").exists(), \
+                f"{c.page} replays run {run!r}, which is not recorded: make elicit RUNS={run}"
 
 
 def test_parameters_cell_is_read_as_literals(tmp_path):

@@ -40,6 +40,33 @@ def test_a_run_missing_a_field_is_refused(tmp_path):
         collect.runs(f)
 
 
+def test_a_run_with_an_unknown_field_is_refused(tmp_path):
+    f = tmp_path / "runs.yml"
+    f.write_text(RUNS + "    sampels: 3\n")
+    with pytest.raises(ValueError, match=r"run 'tiny' has unknown field\(s\) \['sampels'\]"):
+        collect.runs(f)
+
+
+@pytest.mark.parametrize("extra", ["    samples: 3\n", "    samples: 0\n    temperature: 0.7\n"])
+def test_repeated_samples_without_temperature_are_refused(tmp_path, extra):
+    f = tmp_path / "runs.yml"
+    f.write_text(RUNS + extra)
+    with pytest.raises(ValueError, match=r"repeated samples need samples >= 2 and temperature > 0"):
+        collect.runs(f)
+
+
+def test_a_sampled_run_records_every_sample(tmp_path, monkeypatch):
+    (tmp_path / "runs.yml").write_text(RUNS + "    samples: 3\n    temperature: 0.7\n    max_tokens: 32\n")
+    monkeypatch.setattr(collect, "RESPONSES", tmp_path)
+    run = collect.runs()["tiny"]
+    assert (run.samples, run.temperature, run.max_tokens) == (3, 0.7, 32)
+    df = collect.collect("tiny", cache=tmp_path / "cache", progress=False,
+                         mock_response="Final answer: Yes\nConfidence: 0.7")
+    assert len(df) == 2 * 11 * 3
+    assert all(sorted(g) == [0, 1, 2] for _, g in df.groupby(["model", "item_id"])["sample"])
+    assert df["cache_key"].nunique() == len(df)  # each sample is its own call
+
+
 def test_collect_writes_every_model_and_load_replays_it(responses, tmp_path):
     df = collect.collect("tiny", cache=tmp_path / "cache", progress=False,
                          mock_response="Final answer: Yes\nConfidence: 0.7")
@@ -82,7 +109,8 @@ def test_recorded_runs_in_the_repository_conform_and_hold_no_secrets():
 
 @pytest.mark.localmodel
 @pytest.mark.slow
-@pytest.mark.parametrize("run_name, probe, n", [("audit_policies", "c0", 3), ("squad", "prospective", 2)])
+@pytest.mark.parametrize("run_name, probe, n", [("audit_policies", "c0", 3), ("squad", "prospective", 2),
+                                                ("scicode", "answer", 1)])
 def test_recorded_calls_replay_identically_when_asked_live(run_name, probe, n):
     """A few recorded SmolLM2 calls, asked again live with no cache, give the same reply."""
     from metacog import elicit
@@ -97,7 +125,8 @@ def test_recorded_calls_replay_identically_when_asked_live(run_name, probe, n):
     rows = recorded[(recorded["model"] == model) & (recorded["probe"] == probe)].sort_values("item_id").head(n)
     assert len(rows) == n
     items = [i for i in collect.items_for(run) if i.item_id in set(rows["item_id"])]
-    live = elicit.run(items, models=[model], probes=[probe], cache=False, progress=False, seed=run.seed)
+    live = elicit.run(items, models=[model], probes=[probe], cache=False, progress=False, seed=run.seed,
+                      max_tokens=run.max_tokens)
     live = live[live["probe"] == probe].set_index("item_id").loc[rows["item_id"]]
     assert live["raw_text"].tolist() == rows["raw_text"].tolist()
     assert live["decision"].tolist() == rows["decision"].tolist()

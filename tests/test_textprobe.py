@@ -147,3 +147,30 @@ def test_text_vs_judgment_beats_an_uninformative_judgment_when_the_text_carries_
     assert out.attrs["n_items"] == n
     with pytest.raises(ValueError, match="no 'c2' rows"):
         text_vs_judgment(df, "c2")
+
+
+def test_sample_matrix_aligns_samples_with_the_outcome():
+    from metacog.textprobe import sample_matrix
+
+    rows = []
+    for model in ("m1", "m2"):
+        for i in range(4):
+            for s in range(3):
+                conf = np.nan if (model, i, s) == ("m2", 1, 2) else float((i + s) % 2)
+                rows.append({"model": model, "item_id": f"q{i}", "probe": "prospective", "sample": s,
+                             "confidence": conf})
+    sampled = pd.DataFrame(rows)
+    outcomes = pd.DataFrame([{"model": m, "item_id": f"q{i}", "probe": "answer_no_context",
+                              "correct": float(i < 2) if i != 3 else np.nan}
+                             for m in ("m1", "m2", "m3") for i in range(4)])
+    J, y = sample_matrix(sampled, outcomes)
+    assert list(J.columns) == [0, 1, 2]
+    assert len(J) == 6  # item q3 has no graded outcome; m3 has no samples
+    assert list(J.index) == list(y.index)
+    assert J.loc[("m1", "q1")].tolist() == [1.0, 0.0, 1.0]
+    assert np.isnan(J.loc[("m2", "q1"), 2])
+    assert y.loc[("m1", "q0")] == 1.0 and y.loc[("m2", "q2")] == 0.0
+    with pytest.raises(ValueError, match="no 'counterfactual' rows"):
+        sample_matrix(sampled, outcomes, "counterfactual")
+    with pytest.raises(ValueError, match="record the outcome run"):
+        sample_matrix(sampled, outcomes.assign(model="other"))

@@ -147,6 +147,22 @@ def _fill(template: str, row: dict[str, str], where: str) -> tuple[str, str]:
     return "\n".join(lines).strip(), cue
 
 
+def _label_hint(labels: list[str], question: str) -> str:
+    """The answer format of a classification task, when the question does not already state it.
+
+    LegalBench's own prompts teach the labels through few-shot examples, which the
+    minimal question leaves out; without them a model cannot know that "Yes"/"No"
+    (or "Option A".."Option D") is expected. The labels are part of the question,
+    not of the hidden context.
+    """
+    if not labels:
+        return ""
+    named = all(re.search(rf"(?<!\w){re.escape(lab)}(?!\w)", question) for lab in labels)
+    if named and (len(labels) > 2 or re.search(r"\b(answer|respond|reply|label)\b", question, re.I)):
+        return ""
+    return f"\n\nAnswer with one of: {', '.join(labels)}."
+
+
 def _parse_gold(kind: str, answer: str, where: str):
     answer = answer.strip()
     if kind == "extraction":
@@ -186,6 +202,7 @@ def _load_task(task: str) -> tuple[Item, ...]:
         question, cue = _fill(info["template"], row, where)
         if info["instruction"]:
             question = f"{info['instruction']}\n\n{question}"
+        question += _label_hint(labels, question)
         items.append(Item(
             item_id=f"{task}/{row['index'].strip()}", benchmark="legalbench", question=question,
             gold=_parse_gold(info["kind"], row["answer"], where),
