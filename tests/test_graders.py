@@ -218,7 +218,11 @@ def test_mmlu_pro_correct_both_modes():
     assert mmlu_pro_correct("The answer is (A)", item) is True
     assert mmlu_pro_correct("The answer is (B)", item) is False
     assert mmlu_pro_correct("Paris", item, options_shown=False) is True
-    assert mmlu_pro_correct("Paris", item, options_shown=True) is False  # no letter given
+    # no letter given: the copied option text is graded instead
+    assert mmlu_pro_correct("Final answer: Paris", item, options_shown=True) is True
+    assert mmlu_pro_correct("Final answer: Lyon", item, options_shown=True) is False
+    assert mmlu_pro_correct("Paris or Lyon", item, options_shown=True) is False
+    assert mmlu_pro_correct("Paris. The answer is (B)", item, options_shown=True) is False  # the letter wins
     assert grade("mmlu_pro", "Lyon", item, options_shown=False) is False
 
 

@@ -180,10 +180,17 @@ def option_text_match(response: str, options: Sequence[str], answer_index: int) 
 
 
 def mmlu_pro_correct(response: str, item: Any, options_shown: bool = True) -> bool:
-    """MMLU-Pro: the letter when the options were shown, the option text when not."""
+    """MMLU-Pro: the letter when the options were shown, the option text when not.
+
+    A reply to the shown options that names no letter but copies an option's text
+    is graded by that text, as if no options had been shown: small models often
+    answer "Final answer: <option text>".
+    """
     options = item.meta["options"]
     if options_shown:
-        return extract_letter(response, n_options=len(options)) == item.gold
+        letter = extract_letter(response, n_options=len(options))
+        if letter is not None:
+            return letter == item.gold
     return option_text_match(response, options, item.meta["answer_index"])
 
 
