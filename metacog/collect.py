@@ -69,10 +69,12 @@ _FIELDS = {"benchmark", "models", "probes", "n_items", "seed", "options", "sampl
            "max_tokens"}
 
 
-def items_for(run: Run):
+def items_for(run: Run, n_items: int | None = None, seed: int | None = None):
+    """The run's items: its stratified subset, or another one of ``n_items`` drawn with ``seed``."""
     from metacog.benchmarks import load_items
 
-    return load_items(run.benchmark, n_items=run.n_items, seed=run.seed, **run.options)
+    return load_items(run.benchmark, n_items=n_items or run.n_items,
+                      seed=run.seed if seed is None else seed, **run.options)
 
 
 def collect(name: str, *, cache=None, progress: bool = True, models: list[str] | None = None,
@@ -122,6 +124,61 @@ def load(name: str) -> pd.DataFrame:
             f"Declared runs: {declared}."
         )
     return pd.read_parquet(path)
+
+
+def gather(name: str, *, models=None, n_items: int | None = None, probes=None, seed: int | None = None,
+           cache=None, progress: bool = False, **elicit_kwargs) -> pd.DataFrame:
+    """The responses a chapter asks for: run ``name``'s recording, extended where needed.
+
+    With no overrides this is :func:`load` (no model is touched; models the run
+    declares but has not recorded yet are not asked either). ``models``,
+    ``n_items``, ``probes`` and ``seed`` (the subset's seed) override the run's own;
+    whatever the recording does not hold — a new model, items outside the recorded
+    subset, another probe — is asked through :func:`metacog.elicit.run` (cached and
+    resumable, like :func:`collect`). ``attrs['asked']`` counts the (model, item)
+    pairs that were not in the recording. Nothing is written to ``data/responses``.
+    """
+    run = runs()[name] if name in runs() else None
+    if run is None:
+        raise ValueError(f"unknown run {name!r}; runs.yml declares {sorted(runs())}.")
+    recorded = load(name) if run.path.exists() else pd.DataFrame(columns=["model", "item_id", "probe"])
+    # No models asked for: the recorded ones (a declared model not recorded yet is not asked).
+    models = list(models or [m for m in run.models if m in set(recorded["model"])] or run.models)
+    probes = list(probes or run.probes)
+    n_items = int(n_items or run.n_items)
+    seed = run.seed if seed is None else int(seed)
+    if n_items < 1:
+        raise ValueError(f"gather: n_items must be >= 1 (or 0 for the run's {run.n_items}), got {n_items}.")
+    same_subset = (n_items, seed) == (run.n_items, run.seed)
+    recorded = recorded[recorded["model"].isin(models) & recorded["probe"].isin(probes)]
+    if same_subset and set(models) <= set(recorded["model"]) and set(probes) <= set(run.probes):
+        out = recorded.reset_index(drop=True)  # all recorded: no benchmark file, no model
+        out.attrs["asked"] = 0
+        return out
+    items = items_for(run, n_items, seed)
+    wanted = {i.item_id for i in items}
+    recorded = recorded[recorded["item_id"].isin(wanted)]
+    first = [p for p in probes if p != "counterfactual"] or ["answer"]
+    frames, asked = [recorded], 0
+    for model in models:
+        mine = recorded[recorded["model"] == model]
+        have = {k: set(v) for k, v in mine.groupby("item_id")["probe"]}
+        todo = [i for i in items if not set(first) <= have.get(i.item_id, set())]
+        if not todo:
+            continue
+        from metacog import elicit
+
+        settings = dict(seed=run.seed, samples=run.samples, temperature=run.temperature,
+                        max_tokens=run.max_tokens)
+        ids = {i.item_id for i in todo}
+        new = elicit.run(todo, models=[model], probes=probes, cache=cache, progress=progress,
+                         **{**settings, **elicit_kwargs})
+        frames = [f[~((f["model"] == model) & f["item_id"].isin(ids))] for f in frames]
+        frames.append(new.assign(run=name))
+        asked += len(todo)
+    out = pd.concat([f for f in frames if len(f)], ignore_index=True)
+    out.attrs["asked"] = asked
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

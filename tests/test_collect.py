@@ -131,3 +131,47 @@ def test_recorded_calls_replay_identically_when_asked_live(run_name, probe, n):
     assert live["raw_text"].tolist() == rows["raw_text"].tolist()
     assert live["decision"].tolist() == rows["decision"].tolist()
     assert live["cache_key"].tolist() == rows["cache_key"].tolist()
+
+
+def test_gather_replays_the_recording_untouched(responses, tmp_path):
+    recorded = collect.collect("tiny", cache=tmp_path / "cache", progress=False,
+                               mock_response="Final answer: Yes\nConfidence: 0.7")
+    out = collect.gather("tiny")
+    assert out.attrs["asked"] == 0
+    pd.testing.assert_frame_equal(out, recorded)
+
+
+def test_gather_does_not_ask_a_declared_model_that_is_not_recorded(responses, tmp_path):
+    collect.collect("tiny", cache=tmp_path / "cache", progress=False, models=["openai/gpt-4o"],
+                    mock_response="Final answer: Yes\nConfidence: 0.7")
+    out = collect.gather("tiny", cache=tmp_path / "c2", mock_response="Final answer: No")
+    assert out.attrs["asked"] == 0 and set(out["model"]) == {"openai/gpt-4o"}
+
+
+def test_gather_asks_only_what_the_recording_lacks(responses, tmp_path):
+    collect.collect("tiny", cache=tmp_path / "cache", progress=False,
+                    mock_response="Final answer: Yes\nConfidence: 0.7")
+    before = (responses / "tiny.parquet").read_bytes()
+    out = collect.gather("tiny", models=["openai/gpt-4o", "openai/my-new-model"], cache=tmp_path / "c2",
+                         mock_response="Final answer: No\nConfidence: 0.4")
+    assert out.attrs["asked"] == 11  # the new model's 11 items; gpt-4o is replayed
+    assert set(out.loc[out.model == "openai/gpt-4o", "decision"]) == {"yes"}
+    assert set(out.loc[out.model == "openai/my-new-model", "decision"]) == {"no"}
+    assert "openai/gpt-4o-mini" not in set(out["model"])
+    assert (responses / "tiny.parquet").read_bytes() == before  # the recording is not rewritten
+
+    old_ids = set(out["item_id"])
+    bigger = collect.gather("tiny", models=["openai/gpt-4o"], n_items=22, cache=tmp_path / "c3",
+                            mock_response="Final answer: No\nConfidence: 0.4")
+    new_ids = set(bigger["item_id"]) - old_ids
+    assert bigger["item_id"].nunique() == 22
+    assert bigger.attrs["asked"] == len(new_ids) > 0
+    assert set(bigger.loc[bigger.item_id.isin(new_ids), "decision"]) == {"no"}
+    assert set(bigger.loc[~bigger.item_id.isin(new_ids), "decision"]) == {"yes"}
+
+
+def test_gather_refuses_an_unknown_run_and_a_bad_size(responses):
+    with pytest.raises(ValueError, match=r"unknown run 'nope'.*\['tiny'\]"):
+        collect.gather("nope")
+    with pytest.raises(ValueError, match=r"n_items must be >= 1"):
+        collect.gather("tiny", n_items=-3)
