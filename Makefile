@@ -14,10 +14,12 @@ ifeq ($(strip $(METACOG_DATA_MIRROR)),)
   endif
 endif
 
-.PHONY: book test check elicit bench clean venv-book venv-test venv-local system-test
+.PHONY: book test check elicit probe bench clean venv-book venv-test venv-local system-test
 
 # Which recorded runs `make elicit` asks (default: all of data/responses/runs.yml).
 RUNS ?=
+# Which local models `make probe` records the hidden-state study for.
+PROBE_MODELS ?= smollm2-135m qwen2.5-coder-0.5b
 
 book: venv-book
 	$(BIN)/metacog book
@@ -59,6 +61,11 @@ venv-local: $(VENV)/.local-ready
 # Record the local panel's responses (resumable; a killed run picks up where it stopped).
 elicit: venv-local
 	$(BIN)/metacog collect $(RUNS)
+
+# Record the miscalibration chapter's hidden-state study into data/probe/ (torch; cached per
+# condition, so a killed run redoes at most one batch).
+probe: venv-test
+	$(BIN)/python -m metacog.stability $(PROBE_MODELS)
 
 # Debian packages the tests use: headless Chromium for the rendering test.
 system-test:
