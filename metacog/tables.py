@@ -162,4 +162,5 @@ def judgment_auroc(df: pd.DataFrame, probe: str = "prospective") -> pd.DataFrame
             two = ok["correct"].nunique() == 2 and len(ok) >= 2
             row[f"auroc_{score}"] = auroc(ok["correct"], ok[score]) if two else np.nan
         rows.append(row)
-    return pd.DataFrame(rows).set_index("model")
+    cols = ["model", "items", "accuracy", "auroc_confidence", "auroc_p_yes"]
+    return pd.DataFrame(rows, columns=cols).set_index("model")  # empty when nobody was asked

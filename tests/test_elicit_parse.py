@@ -159,3 +159,53 @@ def test_importing_metacog_elicit_does_not_import_litellm():
             "print('litellm' in sys.modules, 'llama_cpp' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("text, decision, reasoning, status", [
+    ("Here is the solver.\n```python\ndef cg(A, b, x, tol):\n    return x\n```\nDone.",
+     "def cg(A, b, x, tol):", "Here is the solver.", "ok"),
+    ("```\nimport numpy as np\n```\nthen\n```py\n\ndef f(x):\n    return 2 * x\n```",
+     "def f(x):", "", "ok"),  # the last block is the answer; prose before the first is the reasoning
+    ("I would write\ndef area(r):\n    return 3.14 * r * r", "def area(r):", "I would write", "ok"),
+    ("The conjugate gradient method minimises a quadratic form.", None,
+     "The conjugate gradient method minimises a quadratic form.", "unparseable"),
+    ("```python\n\n```", None, "```python\n\n```", "unparseable"),
+    ("   ", None, "", "empty"),
+])
+def test_parse_code(text, decision, reasoning, status):
+    p = parse.parse_code(text)
+    assert (p.decision, p.reasoning, p.status) == (decision, reasoning, status)
+
+
+def test_code_benchmarks_are_parsed_as_code():
+    from metacog.elicit import engine
+
+    item = Item("s/1", "scicode", "Write f.", "def f(): pass")
+    tpl = prompts.get("answer")
+    row = engine._row(_task(engine, item, tpl), "ok", {"text": "```python\ndef f():\n    return 1\n```"},
+                      grader=lambda it, text, probe: 0.0)
+    assert row["parse_status"] == "ok" and row["decision"] == "def f():"
+    other = Item("q/1", "squad", "Who?", "Ann")
+    row = engine._row(_task(engine, other, tpl), "ok", {"text": "```python\ndef f():\n    return 1\n```"},
+                      grader=lambda it, text, probe: 0.0)
+    assert row["parse_status"] == "unparseable"
+
+
+def _task(engine, item, tpl):
+    return engine.Task(model="m", item=item, probe="answer", sample=0, template=tpl, messages=[],
+                       params={}, key="k")
+
+
+def test_default_grader_is_binary_even_for_partial_credit():
+    """LegalBench's extraction tasks score an F1; the response table keeps 0/1 (F1 >= 0.5 is correct)."""
+    from metacog.elicit.engine import default_grader
+
+    item = Item("t/1", "legalbench", "Name the parties.", ["Acme Corp", "Bolt Ltd", "Cato Inc"],
+                meta={"task_kind": "extraction", "labels": []})
+    assert default_grader(item, "Acme Corp, Bolt Ltd, Cato Inc", "answer") == 1.0
+    assert default_grader(item, "Acme Corp, Bolt Ltd", "answer") == 1.0  # F1 0.8
+    assert default_grader(item, "Acme Corp", "answer") == 1.0  # F1 exactly 0.5, as SQuAD's threshold
+    assert default_grader(item, "Nobody", "answer") == 0.0
+    four = Item("t/2", "legalbench", "Name the parties.", ["Acme Corp", "Bolt Ltd", "Cato Inc", "Dune LLC"],
+                meta={"task_kind": "extraction", "labels": []})
+    assert default_grader(four, "Acme Corp", "answer") == 0.0  # F1 0.4

@@ -488,8 +488,10 @@ def default_grader(item: Item, reply: str | None, probe: str) -> float:
     """1.0/0.0 when the reply answers ``item`` correctly, NaN when it cannot be graded.
 
     Uses :func:`metacog.benchmarks.grading.grade` when available (options hidden
-    for 'answer_no_context'; SQuAD counts F1 >= 0.5 as correct), else a
-    normalised exact/contained match against the gold answer(s).
+    for 'answer_no_context'; SQuAD counts F1 >= 0.5 as correct, and so do the
+    partial-credit LegalBench tasks, whose grader returns an F1), else a
+    normalised exact/contained match against the gold answer(s). The result is
+    always binary: the judgments are scored against it.
     """
     if reply is None:
         return math.nan
@@ -504,7 +506,8 @@ def default_grader(item: Item, reply: str | None, probe: str) -> float:
         if item.benchmark == "squad":
             kw["threshold"] = 0.5
         try:
-            return float(grade(item.benchmark, reply, item, **kw))
+            score = float(grade(item.benchmark, reply, item, **kw))
+            return score if score in (0.0, 1.0) or math.isnan(score) else float(score >= 0.5)
         except ValueError:
             pass  # unknown benchmark: fall through
         except Exception:  # noqa: BLE001 - a grader crash must not lose the row
@@ -539,6 +542,10 @@ def _gold_yes(gold: Any) -> bool | None:
     return None
 
 
+#: Benchmarks whose attempts are code: conformance means "wrote code", not "wrote 'Final answer:'".
+CODE_BENCHMARKS = frozenset({"scicode"})
+
+
 def _row(t: Task, status: str, payload: dict[str, Any], grader: Callable) -> dict[str, Any]:
     tpl = t.template
     row: dict[str, Any] = {
@@ -553,7 +560,9 @@ def _row(t: Task, status: str, payload: dict[str, Any], grader: Callable) -> dic
         row["parse_status"] = "error" if status == "error" else "missing"
         return row
     text = payload.get("text")
-    if tpl.kind == "answer":
+    if tpl.kind == "answer" and t.item.benchmark in CODE_BENCHMARKS:
+        p = parse.parse_code(text)
+    elif tpl.kind == "answer":
         p = parse.parse_answer(text, tpl.final_prefix)
     else:
         p = parse.parse_judgment(text, tpl.choices, tpl.final_prefix, tpl.confidence_prefix)

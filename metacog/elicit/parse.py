@@ -123,6 +123,30 @@ def parse_answer(text: str | None, final_prefix: str = "Final answer:") -> Parse
     return Parsed(_clean(lines[-1]).rstrip(".").strip(), "\n".join(lines[:-1]), None, "unparseable")
 
 
+_FENCE = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n(.*?)```", re.DOTALL)
+_DEF = re.compile(r"^(?:def|class)\s+\w+", re.MULTILINE)
+
+
+def parse_code(text: str | None) -> Parsed:
+    """A code attempt (SciCode): the code is the last fenced block, else the text from the
+    first top-level ``def``/``class`` on. 'ok' when there is code; the decision is its first
+    line (the graders run the whole reply, see :mod:`metacog.benchmarks.scicode`), the
+    reasoning is the prose before it."""
+    if text is None or not str(text).strip():
+        return Parsed(None, "", None, "empty")
+    text = str(text)
+    blocks = list(_FENCE.finditer(text))
+    if blocks:
+        code, start = blocks[-1].group(1), blocks[0].start()
+    else:
+        m = _DEF.search(text)
+        code, start = (text[m.start():], m.start()) if m else ("", len(text))
+    lines = [ln.strip() for ln in code.splitlines() if ln.strip()]
+    if not lines:
+        return Parsed(None, text.strip(), None, "unparseable")
+    return Parsed(lines[0], text[:start].strip(), None, "ok")
+
+
 def _token_choice(token: str) -> str | None:
     t = re.sub(r"[^A-Za-z]", "", token).lower()
     for choice, spellings in CHOICE_WORDS.items():
