@@ -209,3 +209,19 @@ def test_default_grader_is_binary_even_for_partial_credit():
     four = Item("t/2", "legalbench", "Name the parties.", ["Acme Corp", "Bolt Ltd", "Cato Inc", "Dune LLC"],
                 meta={"task_kind": "extraction", "labels": []})
     assert default_grader(four, "Acme Corp", "answer") == 0.0  # F1 0.4
+
+
+def test_code_benchmarks_are_asked_for_a_code_block_under_the_same_probe_name():
+    from metacog.elicit import engine
+
+    s = engine.Settings()
+    code = Item("s/1", "scicode", "Write f(x) returning 2x.", "def f(x): return 2 * x",
+                context="f doubles its input.", context_kind="background")
+    for probe in ("answer", "answer_no_context"):
+        t = engine.make_task("m", code, probe, 0, s)
+        assert t.probe == probe and t.template.tag == f"{probe}_code@1"
+        assert "```python code block" in t.messages[-1]["content"]
+    assert ("Background:" in engine.make_task("m", code, "answer", 0, s).messages[-1]["content"])
+    assert "Background:" not in engine.make_task("m", code, "answer_no_context", 0, s).messages[-1]["content"]
+    plain = Item("q/1", "squad", "Who?", "Ann")
+    assert engine.make_task("m", plain, "answer", 0, s).template.tag == "answer@1"

@@ -146,9 +146,11 @@ def _params(template: prompts.Template, model: str, sample: int, s: Settings) ->
 def make_task(model: str, item: Item, probe: str, sample: int, s: Settings, order: int = 0,
               **fill: Any) -> Task:
     t = prompts.get(probe)
+    if item.benchmark in CODE_BENCHMARKS and t.id in ("answer", "answer_no_context"):
+        t = prompts.get(f"{t.id}_code")  # ask for a code block; the probe keeps its name
     messages = t.render(item, **fill)
     params = _params(t, model, sample, s)
-    return Task(model, item, t.id, sample, t, messages, params,
+    return Task(model, item, t.id.removesuffix("_code"), sample, t, messages, params,
                 cache_key(model, messages, params, t.tag), order)
 
 
@@ -542,7 +544,8 @@ def _gold_yes(gold: Any) -> bool | None:
     return None
 
 
-#: Benchmarks whose attempts are code: conformance means "wrote code", not "wrote 'Final answer:'".
+#: Benchmarks whose attempts are code: they are asked with the '*_code' answer templates, and
+#: conformance means "wrote code", not "wrote 'Final answer:'".
 CODE_BENCHMARKS = frozenset({"scicode"})
 
 
