@@ -36,6 +36,12 @@ class Run:
     max_tokens: int | None = None  # None: each template's own max_tokens
 
     @property
+    def settings(self) -> dict:
+        """The keyword arguments of :func:`metacog.elicit.run` this run fixes."""
+        return dict(seed=self.seed, samples=self.samples, temperature=self.temperature,
+                    max_tokens=self.max_tokens)
+
+    @property
     def path(self) -> Path:
         return RESPONSES / f"{self.name}.parquet"  # read at call time: tests may move RESPONSES
 
@@ -93,10 +99,8 @@ def collect(name: str, *, cache=None, progress: bool = True, models: list[str] |
     done = load(name) if run.path.exists() else None
     frames = []
     for model in models or run.models:
-        settings = dict(seed=run.seed, samples=run.samples, temperature=run.temperature,
-                        max_tokens=run.max_tokens)
         df = elicit.run(items, models=[model], probes=list(run.probes), cache=cache, progress=progress,
-                        **{**settings, **elicit_kwargs})
+                        **{**run.settings, **elicit_kwargs})
         frames.append(df.assign(run=name))
         table = pd.concat(frames, ignore_index=True)
         if done is not None:  # keep models recorded earlier that this call did not ask
@@ -138,9 +142,10 @@ def gather(name: str, *, models=None, n_items: int | None = None, probes=None, s
     resumable, like :func:`collect`). ``attrs['asked']`` counts the (model, item)
     pairs that were not in the recording. Nothing is written to ``data/responses``.
     """
-    run = runs()[name] if name in runs() else None
-    if run is None:
-        raise ValueError(f"unknown run {name!r}; runs.yml declares {sorted(runs())}.")
+    all_runs = runs()
+    if name not in all_runs:
+        raise ValueError(f"unknown run {name!r}; runs.yml declares {sorted(all_runs)}.")
+    run = all_runs[name]
     recorded = load(name) if run.path.exists() else pd.DataFrame(columns=["model", "item_id", "probe"])
     # No models asked for: the recorded ones (a declared model not recorded yet is not asked).
     models = list(models or [m for m in run.models if m in set(recorded["model"])] or run.models)
@@ -168,11 +173,9 @@ def gather(name: str, *, models=None, n_items: int | None = None, probes=None, s
             continue
         from metacog import elicit
 
-        settings = dict(seed=run.seed, samples=run.samples, temperature=run.temperature,
-                        max_tokens=run.max_tokens)
         ids = {i.item_id for i in todo}
         new = elicit.run(todo, models=[model], probes=probes, cache=cache, progress=progress,
-                         **{**settings, **elicit_kwargs})
+                         **{**run.settings, **elicit_kwargs})
         frames = [f[~((f["model"] == model) & f["item_id"].isin(ids))] for f in frames]
         frames.append(new.assign(run=name))
         asked += len(todo)

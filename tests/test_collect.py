@@ -125,8 +125,7 @@ def test_recorded_calls_replay_identically_when_asked_live(run_name, probe, n):
     rows = recorded[(recorded["model"] == model) & (recorded["probe"] == probe)].sort_values("item_id").head(n)
     assert len(rows) == n
     items = [i for i in collect.items_for(run) if i.item_id in set(rows["item_id"])]
-    live = elicit.run(items, models=[model], probes=[probe], cache=False, progress=False, seed=run.seed,
-                      max_tokens=run.max_tokens)
+    live = elicit.run(items, models=[model], probes=[probe], cache=False, progress=False, **run.settings)
     live = live[live["probe"] == probe].set_index("item_id").loc[rows["item_id"]]
     assert live["raw_text"].tolist() == rows["raw_text"].tolist()
     assert live["decision"].tolist() == rows["decision"].tolist()
