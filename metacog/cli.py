@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def _book(args) -> int:
@@ -44,6 +45,47 @@ def _data(args) -> int:
     return 0
 
 
+def _chapter(args) -> int:
+    from metacog.book import BookError
+    from metacog.chapter import ChapterInputError, parse_cut, parse_value, run
+
+    def say(msg):
+        print(f"[chapter] {msg}", file=sys.stderr, flush=True)
+
+    try:
+        parameters = {}
+        for key, value in args.param or []:
+            parameters[key] = parse_value(value)
+        cuts = dict(parse_cut(c) for c in args.cut or [])
+        extra = {"manifest": Path(args.manifest).resolve()} if args.manifest else {}
+        page = run(args.name, args.source, args.out, parameters=parameters, cuts=cuts,
+                   html=not args.no_html, log=say, **extra)
+    except ChapterInputError as exc:
+        print(f"metacog chapter: {exc}", file=sys.stderr)
+        return 2
+    except BookError as exc:
+        print(f"metacog chapter: {exc}", file=sys.stderr)
+        return 1
+    print(page)
+    return 0
+
+
+def _example_data(args) -> int:
+    from metacog.synth import example_responses, write_responses
+
+    try:
+        df = example_responses(n_models=args.models, n_items=args.items, kappa=args.kappa,
+                               seed=args.seed)
+        path = write_responses(df, args.out)
+    except ValueError as exc:
+        print(f"metacog example-data: {exc}", file=sys.stderr)
+        return 2
+    print(f"{path}: {len(df)} rows, {df['model'].nunique()} models, {df['item_id'].nunique()} items",
+          file=sys.stderr)
+    print(path)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="metacog", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -60,6 +102,30 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("data", help="list the external datasets, or verify their sha256")
     p.add_argument("--verify", nargs="*", metavar="NAME", help="check these datasets' sha256")
     p.set_defaults(func=_data)
+
+    p = sub.add_parser("chapter", help="run one chapter on your own responses and render it as one page")
+    p.add_argument("name", help="a page of notebooks/manifest.yml, e.g. rank_one")
+    p.add_argument("--source", action="append", required=True, metavar="SRC",
+                   help="a registered log (atlas), a recorded run (squad, squad:prospective) or a "
+                        "tidy CSV/Parquet/JSONL file; repeat for several")
+    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("KEY", "VALUE"),
+                   help="override a parameter; VALUE is read as YAML (20, 0.5, \"[0, 0.2]\")")
+    p.add_argument("--cut", action="append", metavar="SRC=CUT",
+                   help="binarise SRC's confidence at 'median' or a number in [0, 1]")
+    p.add_argument("--out", required=True, help="folder for the executed notebook and html/")
+    p.add_argument("--no-html", action="store_true", help="execute, but do not render")
+    p.add_argument("--manifest", default=None,
+                   help="manifest to take NAME from (default notebooks/manifest.yml); its source "
+                        "paths are relative to the repository")
+    p.set_defaults(func=_chapter)
+
+    p = sub.add_parser("example-data", help="write a simulated response file in the tidy layout")
+    p.add_argument("--out", required=True, help="file to write: .csv, .parquet or .jsonl")
+    p.add_argument("--kappa", type=float, default=0.0, help="planted individual signal (default 0)")
+    p.add_argument("--models", type=int, default=11, help="number of models (default 11)")
+    p.add_argument("--items", type=int, default=200, help="items per benchmark (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.set_defaults(func=_example_data)
 
     p = sub.add_parser("collect", help="record the runs of data/responses/runs.yml (local panel)",
                        add_help=False)

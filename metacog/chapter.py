@@ -1,0 +1,315 @@
+"""Run one chapter of the book on a researcher's own responses (``metacog chapter``).
+
+A hypothesis chapter takes a ``sources`` parameter: a list of strings, each a
+registered public log (``atlas``, ``battery``, ...), a recorded run (``squad``,
+``squad:prospective``) or the path of a tidy CSV / Parquet / JSONL file. :func:`run`
+
+1. takes the chapter's parameter set from ``notebooks/manifest.yml``, replaces
+   ``sources``, applies overrides and per-source binarisation cuts, and checks the
+   result against the notebook's ``parameters`` cell exactly as ``metacog book`` does
+   (:func:`metacog.book.check_parameters`);
+2. loads every source once with :func:`metacog.data.load_responses`, so a bad file
+   stops before anything executes;
+3. executes the chapter with papermill (:func:`metacog.book.execute_chapter`);
+4. renders that one executed notebook as a one-page Jupyter Book 1.x (glue roles,
+   figures, citations and offline MathJax work as in the book) and copies the HTML
+   into ``<out>/html``.
+
+Bad input raises :class:`ChapterInputError` (the CLI exits 2); a chapter that
+fails while executing or rendering raises :class:`metacog.book.BookError` (exit 1).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from metacog.book import (MANIFEST, ROOT, BookError, Chapter, ParameterError, check_parameters,
+                          execute_chapter, notebook_parameters, page_title)
+
+#: File suffixes a source string is read as a path for (anything with a '/' is a path too).
+FILE_SUFFIXES = (".csv", ".parquet", ".pq", ".jsonl", ".ndjson", ".json", ".gz")
+
+
+class ChapterInputError(ValueError):
+    """Bad input to :func:`run`: unknown chapter, bad parameter, bad source or cut."""
+
+
+def _manifest_path(root: Path, manifest: str | Path) -> Path:
+    path = Path(manifest)
+    return path if path.is_absolute() else root / path
+
+
+def _read_manifest(root: Path, manifest: str | Path) -> tuple[Path, dict]:
+    path = _manifest_path(root, manifest)
+    try:
+        spec = yaml.safe_load(path.read_text()) or {}
+    except FileNotFoundError:
+        raise ChapterInputError(f"{path}: no such manifest.") from None
+    except yaml.YAMLError as exc:
+        raise ChapterInputError(f"{path}: not valid YAML ({exc}).") from None
+    return path, spec
+
+
+def _pages(spec: dict) -> list[str]:
+    return [str(e.get("page")) for e in spec.get("chapters", []) or []]
+
+
+def reaimable_pages(root: Path = ROOT, manifest: str | Path = MANIFEST) -> list[str]:
+    """The manifest's pages whose notebook has a ``sources`` parameter."""
+    _, spec = _read_manifest(root, manifest)
+    out = []
+    for entry in spec.get("chapters", []) or []:
+        try:
+            if "sources" in notebook_parameters(root / entry["source"]):
+                out.append(entry["page"])
+        except (BookError, KeyError, OSError):
+            continue
+    return out
+
+
+def source_arg(source: str, cwd: Path | None = None) -> str:
+    """The source string the notebook receives: file paths made absolute, names unchanged.
+
+    The chapter executes with the repository as its working directory, so a path
+    given relative to where the command was typed must be resolved first.
+    """
+    s = str(source).strip()
+    looks_like_file = ("/" in s or "\\" in s or s.lower().endswith(FILE_SUFFIXES)
+                       or ((cwd or Path.cwd()) / s).is_file())
+    if not looks_like_file:
+        return s
+    p = Path(s).expanduser()
+    return str(p if p.is_absolute() else ((cwd or Path.cwd()) / p).resolve())
+
+
+def _label_key(source: str) -> str:
+    """What a cut may name a source by: a file's stem, a log or run name without ':probe'."""
+    s = str(source)
+    if "/" in s or "\\" in s or s.lower().endswith(FILE_SUFFIXES):
+        return Path(s).stem.lower()
+    return s.split(":", 1)[0].lower()
+
+
+def parse_value(text: str):
+    """A ``-p KEY VALUE`` value as a YAML scalar or list: '20' -> 20, '[0, 0.2]' -> [0, 0.2]."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ChapterInputError(f"cannot read the value {text!r} as YAML ({exc}); quote lists, "
+                                f"e.g. -p kappas \"[0, 0.2]\".") from None
+
+
+def parse_cut(text: str) -> tuple[str, str | float]:
+    """``SRC=CUT`` -> (SRC, CUT) where CUT is 'median' or a number on the 0-1 scale."""
+    src, sep, cut = str(text).rpartition("=")
+    if not sep or not src.strip() or not cut.strip():
+        raise ChapterInputError(f"--cut {text!r}: write SOURCE=CUT, e.g. --cut my_panel.csv=median "
+                                f"or --cut atlas=0.7.")
+    cut = cut.strip()
+    if cut == "median":
+        return src.strip(), cut
+    try:
+        value = float(cut)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:
+        raise ChapterInputError(f"--cut {text!r}: the cut must be 'median' or a number between 0 "
+                                f"and 1 (confidence is on the 0-1 scale), got {cut!r}.")
+    return src.strip(), value
+
+
+def chapter_spec(name: str, sources: list[str], *, parameters: dict | None = None,
+                 cuts: dict | None = None, root: Path = ROOT,
+                 manifest: str | Path = MANIFEST) -> Chapter:
+    """The chapter ``name`` with its manifest parameters re-aimed at ``sources``.
+
+    ``parameters`` override single parameters; ``cuts`` maps a source to 'median'
+    or a number and goes into the notebook's ``cuts`` parameter. Checks the result
+    against the notebook's parameters cell; raises :class:`ChapterInputError`.
+    """
+    path, spec = _read_manifest(root, manifest)
+    entries = {str(e.get("page")): e for e in spec.get("chapters", []) or []}
+    if name not in entries:
+        raise ChapterInputError(f"unknown chapter {name!r}; the pages of {path} are "
+                                f"{', '.join(_pages(spec))} (these take --source: "
+                                f"{', '.join(reaimable_pages(root, manifest)) or 'none'}).")
+    entry = entries[name]
+    source = root / entry.get("source", "")
+    if not source.is_file():
+        raise ChapterInputError(f"{path}: chapter {name!r}: source {entry.get('source')} does not exist.")
+    sets = spec.get("parameter_sets", {}) or {}
+    set_name = entry.get("parameters")
+    if set_name not in sets:
+        raise ChapterInputError(f"{path}: chapter {name!r}: parameter set {set_name!r} is not defined.")
+    if not sources:
+        raise ChapterInputError(f"chapter {name!r}: give at least one --source.")
+    parameters = dict(parameters or {})
+    for reserved, flag in (("sources", "--source"), ("cuts", "--cut")):
+        if reserved in parameters:
+            raise ChapterInputError(f"set {reserved!r} with {flag}, not with -p.")
+    try:
+        defaults = notebook_parameters(source)
+    except BookError as exc:
+        raise ChapterInputError(str(exc)) from None
+    if "sources" not in defaults:
+        raise ChapterInputError(
+            f"chapter {name!r} ({entry['source']}) has no 'sources' parameter, so it cannot be run on "
+            f"other responses; its parameters are {sorted(defaults)}. Chapters that take --source: "
+            f"{', '.join(reaimable_pages(root, manifest)) or 'none yet'}.")
+    merged = {**(sets[set_name] or {}), **parameters, "sources": list(sources)}
+    if cuts:
+        if "cuts" not in defaults:
+            raise ChapterInputError(f"chapter {name!r} ({entry['source']}) has no 'cuts' parameter; "
+                                    f"drop --cut (its parameters are {sorted(defaults)}).")
+        unknown = sorted(k for k in cuts if _label_key(k) not in {_label_key(s) for s in sources}
+                         and k not in sources)
+        if unknown:
+            raise ChapterInputError(f"--cut names {unknown}, which is not among the sources "
+                                    f"{list(sources)}; write --cut SOURCE=CUT with SOURCE as given "
+                                    f"to --source (or its label: the file name without suffix).")
+        merged["cuts"] = dict(cuts)
+    try:
+        merged = check_parameters(source, merged, set_name=set_name)
+    except ParameterError as exc:
+        raise ChapterInputError(str(exc)) from None
+    return Chapter(name, Path(entry["source"]), set_name, merged, str(entry.get("title", "")))
+
+
+def validate_sources(sources: list[str]) -> pd.DataFrame:
+    """Load every source with :func:`metacog.data.load_responses`; one row per source.
+
+    Returns columns source, rows, models, items, probes. A source that cannot be
+    loaded raises :class:`ChapterInputError` with the loader's message.
+    """
+    from metacog.data.responses import load_responses
+
+    rows = []
+    for src in sources:
+        try:
+            df = load_responses(src)
+        except (ValueError, OSError) as exc:  # ResponseError is a ValueError; a missing file an OSError
+            msg = str(exc)
+            raise ChapterInputError(msg if src in msg else f"source {src!r}: {msg}") from None
+        rows.append({"source": src, "rows": len(df), "models": df["model"].nunique(),
+                     "items": df["item_id"].nunique(),
+                     "probes": ", ".join(sorted(map(str, df["probe"].dropna().unique())))})
+    return pd.DataFrame(rows, columns=["source", "rows", "models", "items", "probes"])
+
+
+def _one_page_config(root: Path, title: str) -> dict:
+    """The repository's ``_config.yml`` for a one-page book: same MathJax, bibliography, no execution."""
+    config_file = root / "_config.yml"
+    if not config_file.exists():
+        config_file = ROOT / "_config.yml"
+    config = yaml.safe_load(config_file.read_text()) or {}
+    config["title"] = title
+    config["only_build_toc_files"] = True
+    config.setdefault("execute", {})["execute_notebooks"] = "off"
+    sphinx = config.setdefault("sphinx", {})
+    extensions = sphinx.setdefault("extra_extensions", []) or []
+    if "sphinx-mathjax-offline" not in extensions:
+        extensions.append("sphinx-mathjax-offline")
+    sphinx["extra_extensions"] = extensions
+    config["bibtex_bibfiles"] = ["references.bib"]
+    return config
+
+
+def _add_bibliography(notebook: Path) -> None:
+    """Append the references this page cites, so its {cite:p} roles resolve on one page."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    if not re.search(r"\{cite(:[a-z]+)?\}", text):
+        return
+    nb.cells.append(nbformat.v4.new_markdown_cell(
+        "## References\n\n```{bibliography}\n:filter: docname in docnames\n```"))
+    nbformat.write(nb, notebook)
+
+
+def render_page(executed: Path, out: Path, root: Path = ROOT) -> Path:
+    """Render one executed notebook as a one-page Jupyter Book into ``out/html``.
+
+    Returns the path of the page's HTML file. Warnings do not fail this build
+    (``-W`` is off): a reference to another chapter has no target on one page and
+    is shown as plain text. The build log goes to ``out/jupyter-book.log``.
+    """
+    page = executed.stem
+    html_dir = out / "html"
+    log = out / "jupyter-book.log"
+    with tempfile.TemporaryDirectory(prefix=f"metacog-{page}-") as tmp:
+        src = Path(tmp) / "src"
+        src.mkdir()
+        shutil.copy2(executed, src / executed.name)
+        _add_bibliography(src / executed.name)
+        bib = root / "references.bib"
+        if not bib.exists():
+            bib = ROOT / "references.bib"
+        shutil.copy2(bib, src / "references.bib")
+        import nbformat
+
+        first = next((c.source for c in nbformat.read(executed, as_version=4).cells
+                      if c.cell_type == "markdown"), "")
+        title = next((l[2:].strip() for l in first.splitlines() if l.startswith("# ")), page)
+        (src / "_config.yml").write_text(yaml.safe_dump(_one_page_config(root, title), sort_keys=False))
+        (src / "_toc.yml").write_text(yaml.safe_dump({"format": "jb-book", "root": page}))
+        jb = Path(sys.executable).with_name("jupyter-book")
+        cmd = [str(jb) if jb.exists() else "jupyter-book", "build", str(src),
+               "--path-output", str(Path(tmp) / "site")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        out.mkdir(parents=True, exist_ok=True)
+        log.write_text(proc.stdout + proc.stderr)
+        built = Path(tmp) / "site" / "_build" / "html"
+        if proc.returncode != 0 or not (built / f"{page}.html").exists():
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
+            raise BookError(f"rendering {executed} failed (exit {proc.returncode}); full log in "
+                            f"{log}:\n{tail}")
+        if html_dir.exists():
+            shutil.rmtree(html_dir)
+        shutil.copytree(built, html_dir)
+    return html_dir / f"{page}.html"
+
+
+def warning_count(log: Path) -> int:
+    """How many Sphinx warnings a render log holds."""
+    return sum("WARNING" in line for line in log.read_text().splitlines()) if log.exists() else 0
+
+
+def run(name: str, sources: list[str], out: str | Path, *, parameters: dict | None = None,
+        cuts: dict | None = None, root: str | Path = ROOT, manifest: str | Path = MANIFEST,
+        html: bool = True, log=None) -> Path:
+    """Run chapter ``name`` on ``sources`` into ``out``; return the HTML page (or the notebook).
+
+    ``root`` is the repository (notebook sources and ``references.bib`` are found
+    there; chapters execute with it as working directory) and ``manifest`` the
+    manifest file, relative to ``root`` or absolute. Source files may be given
+    relative to the current directory; ``cuts`` keys are the sources as given.
+    ``log`` is a callable for progress lines (default: none).
+    """
+    root, out = Path(root).resolve(), Path(out).resolve()
+    say = log or (lambda _msg: None)
+    resolved = [source_arg(s) for s in sources]
+    cuts = {source_arg(k): v for k, v in (cuts or {}).items()}
+    chapter = chapter_spec(name, resolved, parameters=parameters, cuts=cuts, root=root,
+                           manifest=manifest)
+    for row in validate_sources(resolved).itertuples(index=False):
+        say(f"source {row.source}: {row.rows} rows, {row.models} models, {row.items} items "
+            f"(probes: {row.probes})")
+    say(f"executing {chapter.source} as {name!r} into {out}")
+    executed = execute_chapter(chapter, out, root)
+    if not html:
+        return executed
+    say(f"rendering {executed.name}")
+    page = render_page(executed, out, root)
+    n = warning_count(out / "jupyter-book.log")
+    if n:
+        say(f"{n} rendering warning(s) (e.g. links to other chapters), see {out / 'jupyter-book.log'}")
+    return page
