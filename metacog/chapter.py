@@ -186,7 +186,8 @@ def chapter_spec(name: str, sources: list[str], *, parameters: dict | None = Non
 def validate_sources(sources: list[str]) -> pd.DataFrame:
     """Load every source with :func:`metacog.data.load_responses`; one row per source.
 
-    Returns columns source, rows, models, items, probes. A source that cannot be
+    Returns columns source, rows, models, items, probes and notes (the loader's
+    warnings, a list of sentences). A source that cannot be
     loaded raises :class:`ChapterInputError` with the loader's message.
     """
     from metacog.data.responses import load_responses
@@ -200,8 +201,9 @@ def validate_sources(sources: list[str]) -> pd.DataFrame:
             raise ChapterInputError(msg if src in msg else f"source {src!r}: {msg}") from None
         rows.append({"source": src, "rows": len(df), "models": df["model"].nunique(),
                      "items": df["item_id"].nunique(),
-                     "probes": ", ".join(sorted(map(str, df["probe"].dropna().unique())))})
-    return pd.DataFrame(rows, columns=["source", "rows", "models", "items", "probes"])
+                     "probes": ", ".join(sorted(map(str, df["probe"].dropna().unique()))),
+                     "notes": list(df.attrs.get("notes", []))})
+    return pd.DataFrame(rows, columns=["source", "rows", "models", "items", "probes", "notes"])
 
 
 def _one_page_config(root: Path, title: str) -> dict:
@@ -303,6 +305,8 @@ def run(name: str, sources: list[str], out: str | Path, *, parameters: dict | No
     for row in validate_sources(resolved).itertuples(index=False):
         say(f"source {row.source}: {row.rows} rows, {row.models} models, {row.items} items "
             f"(probes: {row.probes})")
+        for note in row.notes:
+            say(f"note on {row.source}: {note}")
     say(f"executing {chapter.source} as {name!r} into {out}")
     executed = execute_chapter(chapter, out, root)
     if not html:

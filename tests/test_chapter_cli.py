@@ -156,3 +156,14 @@ def _self_other_p(kappa, seed):
 def test_planted_self_signal_is_recoverable(seed):
     assert _self_other_p(1.0, seed) < 1e-4  # observed ~1e-8 .. 1e-10 at these seeds
     assert _self_other_p(0.0, seed) > 0.05  # no planted signal: nothing to find
+
+
+def test_validate_sources_summarises_each_source_with_its_notes(panel, tmp_path):
+    flat = tmp_path / "flat.csv"
+    df = pd.read_csv(panel)
+    df.loc[df["model"] == "model-02", "confidence"] = 0.5
+    df.to_csv(flat, index=False)
+    summary = chapter.validate_sources([str(panel), str(flat)])
+    assert summary["models"].tolist() == [7, 7] and summary["items"].tolist() == [45, 45]
+    assert not summary["notes"][0]
+    assert any("model-02" in note for note in summary["notes"][1])
