@@ -1,13 +1,236 @@
-"""Small formatting helpers for numbers glued into the book's prose."""
+"""Formatting helpers for numbers glued into the book's prose and tables shown on its pages.
+
+Prose: :func:`fmt_p` (bare p-value), :func:`fmt_p_eq` ("p = 0.042" / "p < 0.001"),
+:func:`fmt_num`, :func:`fmt_ci`, :func:`fmt_range`, :func:`fmt_signed`, :func:`fmt_list`,
+:func:`fmt_count`. Tables: :func:`pretty` (readable headers, sensible rounding, no bare
+0..n-1 index). Negative numbers use the typographic minus sign (U+2212); missing values
+read "n/a" in prose and "–" in tables.
+"""
 
 from __future__ import annotations
 
 import math
+import re
+
+import numpy as np
+import pandas as pd
+
+MINUS = "\u2212"
+DASH = "\u2013"
+
+
+def _missing(x) -> bool:
+    if x is None or x is pd.NA:
+        return True
+    try:
+        return bool(np.isnan(float(x)))
+    except (TypeError, ValueError):
+        return False
 
 
 def fmt_p(p: float, digits: int = 3) -> str:
-    """A p-value for prose: '0.042', '< 0.001', or 'n/a' when it is missing."""
-    if p is None or (isinstance(p, float) and math.isnan(p)):
+    """The bare p-value, without "p =": '0.042', '< 0.001', or 'n/a' when it is missing.
+
+    Write "p {fmt_p(p)}" only with care — "p = < 0.001" is wrong; use :func:`fmt_p_eq`.
+    """
+    if _missing(p):
         return "n/a"
     floor = 10 ** -digits
     return f"< {floor:.{digits}f}" if p < floor else f"{p:.{digits}f}"
+
+
+def fmt_p_eq(p: float, digits: int = 3) -> str:
+    """A p-value with its relation, for prose: 'p = 0.042', 'p < 0.001', 'p = n/a'."""
+    s = fmt_p(p, digits)
+    return f"p {s}" if s.startswith("<") else f"p = {s}"
+
+
+def fmt_num(x, digits: int | None = None, *, pct: bool = False) -> str:
+    """A number for prose: ``digits`` decimals (default 2; 0 for percentages), a typographic
+    minus, '%' appended when ``pct`` (x is a proportion, shown as a percentage); 'n/a' if missing."""
+    if _missing(x):
+        return "n/a"
+    x = float(x) * (100 if pct else 1)
+    d = (0 if pct else 2) if digits is None else digits
+    s = f"{x:,.{d}f}"
+    if float(s.replace(",", "")) == 0:
+        s = s.lstrip("-")  # no "-0.00"
+    return s.replace("-", MINUS) + ("%" if pct else "")
+
+
+def fmt_range(lo, hi, *, digits: int | None = None, pct: bool = False, sep: str = DASH) -> str:
+    """'0.40–0.48'; a single value when both ends print the same ('0.44', never '0.44–0.44');
+    'n/a' when either end is missing."""
+    if _missing(lo) or _missing(hi):
+        return "n/a"
+    a, b = fmt_num(lo, digits, pct=pct), fmt_num(hi, digits, pct=pct)
+    return a if a == b else f"{a}{sep}{b}"
+
+
+def fmt_ci(est, lo, hi, *, digits: int | None = None, pct: bool = False, level: float = 0.95) -> str:
+    """'0.44 (95% CI 0.40 to 0.48)'; 'n/a' when the estimate is missing, '0.44 (no interval)'
+    when an end is, and '0.44 (95% CI 0.44 at both ends)' when the ends print the same."""
+    if _missing(est):
+        return "n/a"
+    e = fmt_num(est, digits, pct=pct)
+    if _missing(lo) or _missing(hi):
+        return f"{e} (no interval)"
+    a, b = fmt_num(lo, digits, pct=pct), fmt_num(hi, digits, pct=pct)
+    lvl = f"{level * 100:g}% CI"
+    return f"{e} ({lvl} {a} at both ends)" if a == b else f"{e} ({lvl} {a} to {b})"
+
+
+def fmt_signed(x, words: tuple[str, str] = ("above", "below"), *, digits: int = 3,
+               zero: str = "no different") -> str:
+    """A difference as a size and a direction word: '0.035 above', '0.035 below', or ``zero``
+    when it rounds to 0 — so prose never reads 'exceeds by −0.035'. 'n/a' if missing."""
+    if _missing(x):
+        return "n/a"
+    size = fmt_num(abs(float(x)), digits)
+    if float(size.replace(",", "")) == 0:
+        return zero
+    return f"{size} {words[0] if x > 0 else words[1]}"
+
+
+def _join(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def fmt_count(n, noun: str, plural: str | None = None, *, zero: str = "no") -> str:
+    """'1 judgment', '3 judgments', '1,200 items'; ``zero`` + plural for 0 ('no judgments')."""
+    if _missing(n):
+        return f"an unknown number of {plural or noun + 's'}"
+    n = int(n)
+    word = noun if n == 1 else (plural or noun + "s")
+    return f"{zero} {word}" if n == 0 and zero else f"{n:,} {word}"
+
+
+def fmt_list(names, of: int | None = None, *, noun: str = "", max_names: int = 6) -> str:
+    """Which of a group: 'all 3 models', 'none of the 3 models', '2 of the 3 models (A and B)'.
+
+    Without ``of``, just the names joined ('A, B and C'). More than ``max_names`` names are
+    cut to the first ones and 'and k more'.
+    """
+    names = [str(x) for x in names]
+    shown = names if len(names) <= max_names else names[:max_names - 1] + [f"{len(names) - max_names + 1} more"]
+    if of is None:
+        return _join(shown) if names else "none"
+    if len(names) > of:
+        raise ValueError(f"fmt_list: {len(names)} names but of={of}; 'of' is the size of the whole group.")
+    group = f"{of} {noun}".strip()
+    if of and len(names) == of:
+        return f"both {noun}".strip() if of == 2 else f"all {group}"
+    if not names:
+        return f"neither of the 2 {noun}".strip() if of == 2 else f"none of the {group}"
+    return f"{len(names)} of the {group} ({_join(shown)})"
+
+
+# ---------------------------------------------------------------------------
+# tables
+
+#: Readable headers for the column names the package produces.
+NAMES = {
+    "share_yes": "share Yes", "p_yes": "P(Yes)", "auroc_p_yes": "AUROC of P(Yes)",
+    "mean_tau": "mean τ-b", "tau": "τ-b", "tau_b": "τ-b", "pct_significant": "% of pairs significant",
+    "ci_low": "95% CI low", "ci_high": "95% CI high", "n_items": "items", "n_models": "models",
+    "n_pos": "positives", "n_neg": "negatives", "n": "n", "p": "p", "p_value": "p", "se": "SE",
+    "auroc": "AUROC", "auc": "AUROC", "ece": "ECE", "aurc": "AURC", "brier": "Brier score",
+    "accuracy": "accuracy", "acc_ci_low": "accuracy 95% CI low", "acc_ci_high": "accuracy 95% CI high",
+    "carries_signal": "carries signal", "mean_confidence": "mean confidence",
+}
+_UPPER = {"auroc", "auc", "ece", "aurc", "ci", "se", "mmlu", "id", "llm", "fdr", "bh"}
+_SNAKE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")
+
+
+def readable(name) -> str:
+    """A column name as words: the :data:`NAMES` entry, else 'pct_x' -> '% x', 'n_x' -> 'x',
+    underscores to spaces with known acronyms in capitals."""
+    s = str(name)
+    if s in NAMES:
+        return NAMES[s]
+    words = s.split("_")
+    if words[0] == "pct" and len(words) > 1:
+        words = ["%"] + words[1:]
+    elif words[0] == "n" and len(words) > 1:
+        words = words[1:]
+    return " ".join(w.upper() if w in _UPPER else w for w in words)
+
+
+class PrettyTable(pd.DataFrame):
+    """A DataFrame of display strings whose HTML has no index column (for notebook pages)."""
+
+    @property
+    def _constructor(self):
+        return PrettyTable
+
+    def _repr_html_(self) -> str:
+        return self.style.hide(axis="index").set_table_attributes('class="dataframe"').to_html()
+
+    def __repr__(self) -> str:
+        return self.to_string(index=False)
+
+
+def _fmt_float_col(col: pd.Series, digits: int, name: str) -> pd.Series:
+    vals = col.to_numpy(dtype=float)
+    fin = vals[np.isfinite(vals)]
+    if str(name).startswith("pct") or str(name).endswith("pct"):
+        d = 1
+    elif fin.size and np.all(fin == np.round(fin)):
+        d = 0
+    else:
+        big = np.abs(fin).max() if fin.size else 0.0
+        d = digits if big < 1 else max(0, digits - int(math.floor(math.log10(big))))
+    sep = "," if fin.size and np.abs(fin).max() >= 10_000 else ""
+    out = []
+    for v in vals:
+        if not np.isfinite(v):
+            out.append("–" if np.isnan(v) else ("∞" if v > 0 else MINUS + "∞"))
+            continue
+        s = f"{v:{sep}.{d}f}"
+        if float(s.replace(",", "")) == 0:
+            s = s.lstrip("-")
+        out.append(s.replace("-", MINUS))
+    return pd.Series(out, index=col.index)
+
+
+def _is_p_col(name) -> bool:
+    s = str(name)
+    return s in ("p", "p_value", "pvalue") or s.startswith("p_value") or s.endswith("_p") or s.startswith("p_perm")
+
+
+def pretty(df: pd.DataFrame, *, digits: int = 3, names: dict | None = None) -> PrettyTable:
+    """A display copy of ``df``: readable headers (``names`` overrides :data:`NAMES`), floats
+    rounded (whole-valued columns as integers, ``digits`` decimals below 1 and fewer for large
+    values, p-value columns via :func:`fmt_p`), booleans as yes/no, missing values as '–'.
+
+    A named index, or one that is not just 0..n-1, becomes leading column(s); a bare
+    0..n-1 index is dropped. Returns a :class:`PrettyTable` (strings; for display only).
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"pretty: expected a DataFrame, got {type(df).__name__}.")
+    t = df.copy()
+    idx = t.index
+    bare = (all(n is None for n in idx.names) and idx.nlevels == 1
+            and (isinstance(idx, pd.RangeIndex) or list(idx) == list(range(len(idx)))))
+    if not bare:
+        t = t.reset_index(names=[n if n is not None else "" for n in idx.names])
+    t = t.reset_index(drop=True)
+    out = {}
+    for c in t.columns:
+        col = t[c]
+        if pd.api.types.is_bool_dtype(col):
+            out[c] = col.map({True: "yes", False: "no"}).fillna("–").astype(str)
+        elif _is_p_col(c) and pd.api.types.is_numeric_dtype(col):
+            out[c] = col.map(lambda v: "–" if _missing(v) else fmt_p(v))
+        elif pd.api.types.is_integer_dtype(col):
+            sep = "," if col.notna().any() and col.abs().max() >= 10_000 else ""
+            out[c] = col.map(lambda v: "–" if _missing(v) else f"{int(v):{sep}d}".replace("-", MINUS))
+        elif pd.api.types.is_float_dtype(col):
+            out[c] = _fmt_float_col(col, digits, c)
+        else:
+            out[c] = col.map(lambda v: "–" if _missing(v) else str(v))
+    mapping = {**NAMES, **(names or {})}
+    headers = [mapping.get(str(c), readable(c)) for c in t.columns]
+    res = PrettyTable({i: out[c] for i, c in enumerate(t.columns)})
+    res.columns = headers
+    return res

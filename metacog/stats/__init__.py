@@ -25,3 +25,8 @@ __all__ = [
     "policy_table", "risk_coverage", "tetrachoric", "thresholds", "trials_to_counts",
     "type2_auroc", "unanimous_items", "varimax",
 ]
+
+# Intervals for verdicts (AUROC with DeLong's interval, proportions, bootstrap over items).
+from .intervals import AurocResult, BootResult, auroc_ci, bootstrap_items, proportion_ci  # noqa: E402
+
+__all__ += ["AurocResult", "BootResult", "auroc_ci", "bootstrap_items", "proportion_ci"]
