@@ -47,6 +47,7 @@ class AurocResult:
     sufficient: bool
     reason: str
     ci: float = 0.95
+    min_class: int = 10
 
     def summary(self) -> pd.DataFrame:
         """One row: estimate, ci_low, ci_high, se, n_pos, n_neg, method, sufficient, reason."""
@@ -103,7 +104,8 @@ def auroc_ci(y_true, score, *, ci: float = 0.95, min_class: int = 10,
     if n_pos == 0 or n_neg == 0:
         empty = "positives" if n_pos == 0 else "negatives"
         return AurocResult(np.nan, np.nan, np.nan, np.nan, n_pos, n_neg, method, False,
-                           f"no {empty}: AUROC needs both classes ({n_pos} positives, {n_neg} negatives)", ci)
+                           f"no {empty}: AUROC needs both classes ({n_pos} positives, {n_neg} negatives)", ci,
+                           min_class)
     auc, var = _delong(pos, neg)
     se = float(np.sqrt(var))
     if method == "delong":
@@ -118,7 +120,8 @@ def auroc_ci(y_true, score, *, ci: float = 0.95, min_class: int = 10,
         reason = f"only {' and '.join(short)}; at least {min_class} of each class are needed"
     else:
         reason = f"{n_pos} positives and {n_neg} negatives (at least {min_class} of each)"
-    return AurocResult(auc, float(lo), float(hi), se, n_pos, n_neg, method, not short, reason, ci)
+    return AurocResult(auc, float(lo), float(hi), se, n_pos, n_neg, method, not short, reason, ci,
+                       min_class)
 
 
 # ---------------------------------------------------------------------------
