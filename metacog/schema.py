@@ -41,6 +41,11 @@ COLUMNS: dict[str, tuple[str, str]] = {
 
 REQUIRED = ("model", "item_id", "probe", "confidence", "correct")
 
+#: The probes this book asks or reads. Other probe names are allowed (a user's own
+#: elicitation); :func:`metacog.data.load_responses` notes them.
+PROBES = ("answer", "answer_no_context", "prospective", "counterfactual", "c0", "c1", "c2",
+          "verbal_confidence", "keep_withdraw", "bet_nobet", "path_choice")
+
 
 def empty() -> pd.DataFrame:
     """An empty response table with every column and its dtype."""
@@ -50,8 +55,11 @@ def empty() -> pd.DataFrame:
 def conform(df: pd.DataFrame, *, source: str = "table") -> pd.DataFrame:
     """Return ``df`` with every schema column, in schema order, with schema dtypes.
 
-    Extra columns are kept after the schema columns. Missing required columns
-    raise a ValueError naming them and ``source``.
+    Extra columns are kept after the schema columns. Raises ValueError, naming
+    ``source`` and the column, when a required column is missing, when a value
+    cannot be cast to the column's dtype (showing the first bad values), when
+    ``confidence`` or ``p_yes`` leave [0, 1], or when ``correct`` is not 0, 1 or
+    missing (partial credit such as 0.5 must be binarised by the caller).
     """
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
@@ -64,16 +72,34 @@ def conform(df: pd.DataFrame, *, source: str = "table") -> pd.DataFrame:
         if col not in out.columns:
             out[col] = pd.Series(pd.NA if dtype in ("string", "Int64") else float("nan"),
                                  index=out.index)
-        out[col] = out[col].astype(dtype)
+        out[col] = _cast(out[col], dtype, col, source)
     for col in ("confidence", "correct", "p_yes"):
-        bad = out[col].notna() & ~out[col].between(0, 1)
+        ok = out[col].isin([0.0, 1.0]) if col == "correct" else out[col].between(0, 1)
+        bad = out[col].notna() & ~ok
         if bad.any():
             row = out.index[bad.to_numpy()][0]
+            rule = "be 0, 1 or missing (binarise partial credit first)" if col == "correct" else "lie in [0, 1]"
             raise ValueError(
-                f"{source}: column {col!r} must lie in [0, 1]; row {row} has {out.at[row, col]!r}."
+                f"{source}: column {col!r} must {rule}; row {row} has {float(out.at[row, col])!r} "
+                f"({int(bad.sum())} such row(s))."
             )
     extra = [c for c in out.columns if c not in COLUMNS]
     return out[list(COLUMNS) + extra]
+
+
+def _cast(values: pd.Series, dtype: str, col: str, source: str) -> pd.Series:
+    """``values`` as ``dtype``; a ValueError naming the column and its first bad values otherwise."""
+    try:
+        return values.astype(dtype)
+    except (ValueError, TypeError):
+        pass
+    numeric = pd.to_numeric(values, errors="coerce")
+    bad = values[numeric.isna() & values.notna()]
+    if dtype == "Int64" and bad.empty:
+        bad = values[numeric.notna() & (numeric % 1 != 0)]
+    shown = ", ".join(f"row {i}: {v!r}" for i, v in bad.head(3).items())
+    raise ValueError(f"{source}: column {col!r} must be {dtype} but {len(bad)} value(s) are not "
+                     f"({shown}); fix or remove them.") from None
 
 
 def describe() -> pd.DataFrame:

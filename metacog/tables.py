@@ -33,21 +33,102 @@ def wide(df: pd.DataFrame, value: str = "confidence", *, probe: str | None = Non
     return m
 
 
-def binarize(conf: pd.DataFrame, how: str = "median", cut: float = 0.5) -> pd.DataFrame:
-    """Binarise an items x models confidence matrix.
-
-    ``how="median"``: 1 where a model's confidence is at or above its own median
-    (a per-model cut); ``how="fixed"``: 1 where confidence >= ``cut``.
-    Missing stays missing.
-    """
+def _how(how, cut) -> tuple[str, float | None]:
+    """('median', None) or ('fixed', cut) from ``how`` given as 'median', 'fixed' or a number."""
+    if isinstance(how, str) and how not in ("median", "fixed"):
+        try:
+            how = float(how)
+        except ValueError:
+            raise ValueError(f"binarize: how={how!r}; use 'median', 'fixed' (with cut=...) or a "
+                             "number (the fixed cut).") from None
+    if isinstance(how, bool) or not isinstance(how, (str, int, float, np.integer, np.floating)):
+        raise ValueError(f"binarize: how={how!r}; use 'median', 'fixed' (with cut=...) or a number.")
+    if not isinstance(how, str):
+        how, cut = "fixed", float(how)
     if how == "median":
-        thresholds = conf.median()
-    elif how == "fixed":
-        thresholds = pd.Series(cut, index=conf.columns)
-    else:
-        raise ValueError(f"binarize: how={how!r}; use 'median' or 'fixed'.")
-    out = conf.ge(thresholds, axis=1).astype(float)
-    return out.where(conf.notna())
+        return "median", None
+    if cut is None or not np.isfinite(float(cut)):
+        raise ValueError(f"binarize: how='fixed' needs a finite cut, got cut={cut!r}.")
+    return "fixed", float(cut)
+
+
+def _is_binary(col: pd.Series) -> bool:
+    vals = col.dropna()
+    return len(vals) > 0 and bool(vals.isin([0.0, 1.0]).all())
+
+
+def _plan(conf: pd.DataFrame, how, cut) -> pd.DataFrame:
+    """Per model: the rule, the threshold and whether the comparison is strict (see :func:`binarize`)."""
+    how, cut = _how(how, cut)
+    values = conf.to_numpy(dtype=float)
+    if how == "fixed":
+        seen = values[~np.isnan(values)]
+        lo, hi = min(0.0, seen.min(initial=0.0)), max(1.0, seen.max(initial=1.0))
+        if not lo <= cut <= hi:
+            scale = f"{lo:g}–{hi:g}"
+            hint = (f"; {cut:g} looks like a 0–100 scale: use {cut / 100:g}" if hi <= 1 < cut <= 100
+                    else "")
+            raise ValueError(f"binarize: cut={cut:g} lies outside the confidence scale: confidence "
+                             f"is on {scale} here{hint}.")
+    rows = []
+    for model in conf.columns:
+        col = conf[model].astype(float)
+        x = col.dropna()
+        if _is_binary(col):
+            rows.append((model, "binary (unchanged)", np.nan, False))
+        elif how == "fixed":
+            rows.append((model, "fixed: at or above", cut, False))
+        elif x.empty:
+            rows.append((model, "median: no values", np.nan, False))
+        else:
+            med = float(x.median())
+            at_or_above, above = float((x >= med).mean()), float((x > med).mean())
+            strict = abs(above - 0.5) < abs(at_or_above - 0.5)
+            rows.append((model, "median: strictly above" if strict else "median: at or above", med, strict))
+    return pd.DataFrame(rows, columns=["model", "rule", "cut", "strict"]).set_index("model")
+
+
+def binarize(conf: pd.DataFrame, how: str | float = "median", cut: float = 0.5) -> pd.DataFrame:
+    """Binarise an items x models confidence matrix; returns the same shape with 1 (yes), 0 or NaN.
+
+    ``how="median"``: a per-model cut at the model's own median. The rule: yes when the
+    confidence is at or above the median, except when ties at the median push the
+    yes-share further from one half than "strictly above" would; then yes is strictly
+    above the median. Whichever of the two gives a yes-share closer to 0.5 is used (at
+    or above on a draw). A model with a single repeated value comes out constant.
+    ``how="fixed"``: yes when confidence >= ``cut``. ``how`` may also be a number: the
+    fixed cut itself (``binarize(conf, 0.7)``), so a chapter parameter can be "median"
+    or a number. The cut must lie on the confidence scale (0-1 in the tidy schema;
+    ``cut=90`` there is an error that suggests 0.9).
+    Columns that hold only 0/1 already pass through unchanged; missing stays missing.
+    :func:`binarize_report` says which rule each model got and its yes-share.
+    """
+    plan = _plan(conf, how, cut)
+    x = conf.to_numpy(dtype=float)
+    th, strict = plan["cut"].to_numpy(dtype=float), plan["strict"].to_numpy()
+    with np.errstate(invalid="ignore"):
+        yes = np.where(strict, x > th, x >= th).astype(float)
+    binary = (plan["rule"] == "binary (unchanged)").to_numpy()
+    yes[:, binary] = x[:, binary]
+    yes[np.isnan(x)] = np.nan
+    return pd.DataFrame(yes, index=conf.index, columns=conf.columns)
+
+
+def binarize_report(conf: pd.DataFrame, how: str | float = "median", cut: float = 0.5) -> pd.DataFrame:
+    """One row per model of :func:`binarize`: model, rule used, cut value, items, yes-share, constant.
+
+    ``constant`` is True when the binarised column has one value only (it carries no
+    information about items: a judgment that never varies).
+    """
+    plan = _plan(conf, how, cut)
+    b = binarize(conf, how, cut)
+    n = b.notna().sum()
+    yes = b.mean()
+    return pd.DataFrame({
+        "model": plan.index, "rule": plan["rule"].to_numpy(), "cut": plan["cut"].to_numpy(),
+        "items": n.to_numpy(), "yes_share": yes.to_numpy(),
+        "constant": (b.nunique() <= 1).to_numpy(),
+    })
 
 
 def per_model(df: pd.DataFrame, *, probe: str | None = None) -> pd.DataFrame:

@@ -177,3 +177,34 @@ def test_minimum_detectable_kappa_factor():
     assert 0 < r.kappa < 3 and r.power >= 0.8
     below = r.path[r.path["kappa"] < r.kappa]
     assert (below["power"] < 0.8).all()
+
+
+def test_self_other_aligns_dataframes_on_labels():
+    import metacog.stats
+
+    assert metacog.stats.self_other_test is self_other_test  # moved; power keeps the name
+    pop = population(5, 200, kappa=0.8, seed=4)
+    C, Y = pop.confidence, pop.correct
+    aligned = self_other_test(C, Y, n_perm=99, seed=3)
+    rng = np.random.default_rng(0)
+    shuffled = Y.iloc[rng.permutation(len(Y)), ::-1]  # other item order, other model order
+    again = self_other_test(C, shuffled, n_perm=99, seed=3)
+    assert again.statistic == pytest.approx(aligned.statistic, abs=1e-12)
+    assert again.p_value == aligned.p_value
+    pd.testing.assert_frame_equal(again.tau, aligned.tau)
+    # the old positional pairing would have paired the wrong rows: a visibly different answer
+    wrong = self_other_test(C, pd.DataFrame(shuffled.to_numpy(), index=C.index, columns=C.columns), n_perm=99)
+    assert abs(wrong.statistic - aligned.statistic) > 0.1
+    # NumPy arrays keep positional pairing
+    arrays = self_other_test(C.to_numpy(), Y.to_numpy(), n_perm=99, seed=3)
+    assert arrays.statistic == pytest.approx(aligned.statistic)
+
+
+def test_self_other_refuses_different_item_or_model_sets():
+    pop = population(4, 50, kappa=0.5, seed=1)
+    C, Y = pop.confidence, pop.correct
+    with pytest.raises(ValueError, match=r"different item sets: 5 item\(s\) only in confidence") as e:
+        self_other_test(C, Y.iloc[5:])
+    assert repr(C.index[0]) in str(e.value) and "reindex" in str(e.value) and "inner join" in str(e.value)
+    with pytest.raises(ValueError, match="different model sets"):
+        self_other_test(C, Y.rename(columns={Y.columns[0]: "someone else"}))

@@ -162,3 +162,34 @@ def test_errors():
     sparse.iloc[2:, 0] = np.nan
     with pytest.raises(ValueError, match="share only 2 items"):
         pairwise_calibration(sparse, Y)
+
+
+def test_summary_counts_pairs_with_undefined_tau():
+    import warnings
+
+    C, Y = make(n=60, m=5, seed=2)
+    Y.iloc[:, 0] = 1.0  # one target always correct: tau undefined against every judge
+    s = pairwise_calibration(C, Y).summary()
+    assert s.loc[("independence", "all"), ["n_pairs", "n_undefined"]].tolist() == [20, 5]
+    assert s.loc[("independence", "self"), ["n_pairs", "n_undefined"]].tolist() == [4, 1]
+    assert s.loc[("difficulty", "other"), ["n_pairs", "n_undefined"]].tolist() == [16, 4]
+    full = pairwise_calibration(*make(n=60, m=5, seed=2)).summary()
+    assert (full["n_undefined"] == 0).all()
+
+
+def test_tetrachoric_is_quiet_on_identical_sparse_correctness():
+    """Correctness identical across models, rare and with gaps: this draw made the fit divide
+    by zero (p**2 underflow) and leak a RuntimeWarning before the fix."""
+    import warnings
+
+    from metacog.stats import tetrachoric
+
+    rng = np.random.default_rng(64)
+    n, k, p = int(rng.choice([100, 300, 500])), int(rng.integers(3, 8)), rng.choice([.02, .05])
+    y = (rng.random(n) < p).astype(float)
+    X = pd.DataFrame({f"m{j}": y for j in range(k)}).mask(rng.random((n, k)) < 0.2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = tetrachoric(X)
+    rho = res.rho.to_numpy()
+    assert np.isfinite(rho).all() and rho[~np.eye(k, dtype=bool)].min() > 0.9

@@ -69,3 +69,43 @@ def test_judgment_auroc_matches_a_hand_count():
     assert a["auroc_confidence"] == pytest.approx(0.5)
     one_class = frame([("m", "1", "prospective", 1, 1, "ok", .9), ("m", "2", "prospective", 0, 1, "ok", .2)])
     assert np.isnan(tables.judgment_auroc(one_class).loc["m", "auroc_p_yes"])
+
+
+def test_binarize_cut_must_lie_on_the_confidence_scale():
+    conf = pd.DataFrame({"a": [0.1, 0.5, 0.9], "b": [0.2, 0.6, 0.95]})
+    with pytest.raises(ValueError, match="confidence is on 0\u20131 here; 90 looks like a 0\u2013100 scale: use 0.9"):
+        tables.binarize(conf, "fixed", cut=90)
+    with pytest.raises(ValueError, match="outside the confidence scale"):
+        tables.binarize(conf, -0.5)
+    # a number (or a numeric string, as a chapter parameter may be) means a fixed cut
+    expected = tables.binarize(conf, "fixed", cut=0.55)
+    assert tables.binarize(conf, 0.55).equals(expected) and tables.binarize(conf, "0.55").equals(expected)
+    assert expected["a"].tolist() == [0.0, 0.0, 1.0]
+
+
+def test_binarize_median_tie_rule_keeps_yes_share_near_one_half():
+    conf = pd.DataFrame({
+        "many_ties": [0.2, 0.5, 0.5, 0.5, 0.5, 0.5, 0.9, 0.9],  # at-or-above: 7/8 yes; above: 2/8
+        "draw": [0.1, 0.2, 0.5, 0.5, 0.9, 0.95, 0.97, 0.3],  # at or above: 5/8, above: 3/8
+    })
+    out = tables.binarize(conf)
+    assert out["many_ties"].tolist() == [0, 0, 0, 0, 0, 0, 1, 1]
+    assert out["draw"].tolist() == [0, 0, 1, 1, 1, 1, 1, 0]  # a draw keeps "at or above"
+    rep = tables.binarize_report(conf).set_index("model")
+    assert rep.loc["many_ties", "rule"] == "median: strictly above"
+    assert rep.loc["draw", "rule"] == "median: at or above"
+    assert rep.loc["many_ties", "yes_share"] == 0.25 and rep.loc["draw", "yes_share"] == 0.625
+    assert rep.loc["many_ties", "cut"] == 0.5
+
+
+def test_binary_columns_pass_through_and_constant_columns_are_reported():
+    conf = pd.DataFrame({"binary": [0.0, 0.0, 0.0, 1.0], "flat": [0.7, 0.7, 0.7, 0.7],
+                         "graded": [0.1, 0.4, 0.6, np.nan]})
+    out = tables.binarize(conf)  # the median of 'binary' is 0: a median cut would make it all 1
+    assert out["binary"].tolist() == [0.0, 0.0, 0.0, 1.0]
+    assert np.isnan(out["graded"].iloc[3])
+    rep = tables.binarize_report(conf).set_index("model")
+    assert list(rep.columns) == ["rule", "cut", "items", "yes_share", "constant"]
+    assert rep.loc["binary", "rule"] == "binary (unchanged)" and not rep.loc["binary", "constant"]
+    assert rep.loc["flat", "constant"] and rep.loc["flat", "yes_share"] == 1.0
+    assert rep.loc["graded", "items"] == 3

@@ -19,19 +19,23 @@ from pathlib import Path
 from metacog.data.files import DataFileError, read_csv, read_json, read_jsonl
 from metacog.data.fetch import DatasetNotFoundError, cache_dir, locate, manifest
 from metacog.data.registry import DATASETS, Dataset
+from metacog.data.responses import ResponseError, load_responses, response_notes
 
 __all__ = [
     "DATASETS",
     "Dataset",
     "DataFileError",
     "DatasetNotFoundError",
+    "ResponseError",
     "cache_dir",
     "load",
+    "load_responses",
     "locate",
     "manifest",
     "read_csv",
     "read_json",
     "read_jsonl",
+    "response_notes",
     "sources",
 ]
 

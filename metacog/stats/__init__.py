@@ -1,5 +1,5 @@
 """Statistics for metacog-book: tetrachoric factor structure, pairwise calibration, calibration
-metrics, meta-d', policy-aware metrics and bootstrap intervals.
+metrics, meta-d', policy-aware metrics, the self-versus-other test and bootstrap intervals.
 
 Binary rating tables are items x models DataFrames of 0/1/NaN throughout.
 """
@@ -14,15 +14,16 @@ from .metad import MetaDResult, confidence_to_ratings, metad, metad_trials, tria
 from .parallel import ParallelResult, parallel_analysis
 from .pairwise import PairwiseResult, bh_fdr, pairwise_calibration, unanimous_items
 from .policy import flag_counts, h_proxy, policy_gains, policy_table
+from .selfother import SelfOtherTest, self_other_test
 from .tetrachoric import TetrachoricResult, cor_smooth, tetrachoric, thresholds
 
 __all__ = [
     "AxisResult", "BrierResult", "ECEResult", "FactorResult", "MetaDResult", "PairwiseResult",
-    "ParallelResult", "TetrachoricResult", "aurc", "auroc", "axis_alignment", "axis_positions",
+    "ParallelResult", "SelfOtherTest", "TetrachoricResult", "aurc", "auroc", "axis_alignment", "axis_positions",
     "bh_fdr", "bootstrap_ci", "brier", "bvn_cdf", "confidence_to_ratings", "cor_smooth", "ece",
     "excess_aurc", "factor_analysis", "flag_counts", "h_proxy", "item_scores", "metad",
     "metad_trials", "oblimin", "pairwise_calibration", "parallel_analysis", "policy_gains",
-    "policy_table", "risk_coverage", "tetrachoric", "thresholds", "trials_to_counts",
+    "policy_table", "risk_coverage", "self_other_test", "tetrachoric", "thresholds", "trials_to_counts",
     "type2_auroc", "unanimous_items", "varimax",
 ]
 

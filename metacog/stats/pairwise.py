@@ -158,7 +158,12 @@ class PairwiseResult:
     def summary(self, alpha: float | None = None) -> pd.DataFrame:
         """Paper 1's table: per null ("independence", "difficulty") and pair group ("all",
         "self", "other"): mean tau, null mean, excess, number of pairs, % significant at
-        BH-FDR ``alpha``, and the 5-95% range of tau."""
+        BH-FDR ``alpha``, and the 5-95% range of tau.
+
+        Every statistic is over the ``n_pairs`` pairs whose tau is defined; ``n_undefined``
+        counts the pairs of the group left out because tau is undefined (the judge's
+        confidence or the target's correctness is constant on their shared items), so
+        ``n_pairs + n_undefined`` is the group's size."""
         alpha = self.alpha if alpha is None else alpha
         P = self.pairs
         rows = []
@@ -168,10 +173,12 @@ class PairwiseResult:
         for null, ncol, qcol in nulls:
             for group, mask in (("all", np.ones(len(P), bool)), ("self", P.self.to_numpy()),
                                 ("other", ~P.self.to_numpy())):
-                sub = P[mask & P.tau.notna().to_numpy()]
+                defined = P.tau.notna().to_numpy()
+                sub = P[mask & defined]
                 tau = sub.tau.to_numpy()
                 row = {
                     "null": null, "pairs": group, "n_pairs": len(sub),
+                    "n_undefined": int((mask & ~defined).sum()),
                     "mean_tau": tau.mean() if len(sub) else np.nan,
                     "null_mean": sub[ncol].mean() if len(sub) else np.nan,
                     "pct_significant": 100.0 * (sub[qcol] < alpha).mean() if len(sub) else np.nan,
@@ -182,8 +189,8 @@ class PairwiseResult:
                 if null == "difficulty":
                     row["mean_tau_within"] = sub.tau_within.mean() if len(sub) else np.nan
                 rows.append(row)
-        cols = ["null", "pairs", "mean_tau", "null_mean", "excess", "n_pairs", "pct_significant",
-                "tau_q05", "tau_q95"] + (["mean_tau_within"] if self.control else [])
+        cols = ["null", "pairs", "mean_tau", "null_mean", "excess", "n_pairs", "n_undefined",
+                "pct_significant", "tau_q05", "tau_q95"] + (["mean_tau_within"] if self.control else [])
         return pd.DataFrame(rows)[cols].set_index(["null", "pairs"])
 
     def matrix(self, value: str = "tau") -> pd.DataFrame:

@@ -105,8 +105,11 @@ def _score_parts(rho, n00, n01, n10, n11, tx, ty):
     p00, p01, p10, p11 = cell_probs(rho, tx, ty)
     tiny = 1e-300
     p00, p01, p10, p11 = (np.maximum(p, tiny) for p in (p00, p01, p10, p11))
-    g = n00 / p00 - n01 / p01 - n10 / p10 + n11 / p11
-    dg = -bvn_pdf(tx, ty, rho) * (n00 / p00**2 + n01 / p01**2 + n10 / p10**2 + n11 / p11**2)
+    # Near rho = +-1 with extreme thresholds a cell probability is ~1e-300 and p**2 underflows
+    # to 0: g or dg is then infinite, which fit_rho treats as "bisect" (no RuntimeWarning).
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        g = n00 / p00 - n01 / p01 - n10 / p10 + n11 / p11
+        dg = -bvn_pdf(tx, ty, rho) * (n00 / p00**2 + n01 / p01**2 + n10 / p10**2 + n11 / p11**2)
     return g, dg
 
 
@@ -143,7 +146,7 @@ def fit_rho(n00, n01, n10, n11, tx, ty, *, tol: float = 1e-12, max_iter: int = 2
         hi[idx] = np.where(pos, hi[idx], ri)
         exact = g == 0
         with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where(dg < 0, -g / dg, np.nan)
+            step = np.where((dg < 0) & np.isfinite(dg) & np.isfinite(g), -g / dg, np.nan)
         new = ri + step
         bad = ~np.isfinite(new) | (new <= lo[idx]) | (new >= hi[idx])
         new = np.where(bad, 0.5 * (lo[idx] + hi[idx]), new)

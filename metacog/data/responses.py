@@ -1,0 +1,376 @@
+"""One entry point for model responses: a public log, a recorded run or a user's own file.
+
+:func:`load_responses` returns the tidy table of :mod:`metacog.schema` whatever the
+source is, checked: bad input raises :class:`ResponseError`, whose message names the
+file, the column, the first offending lines and the fix. Things worth knowing that are
+not errors (a benchmark on which every model is right on the same items, a model whose
+confidence never varies, probe names the book does not know) come back as plain
+sentences in ``df.attrs["notes"]``; :func:`response_notes` gives them as a table.
+
+Line numbers are the file's own, counted from 1: in a CSV the header is line 1 and a
+record's line is the physical line it starts on (quoted values spanning lines are
+counted correctly); in JSON lines the physical line; in Parquet "row N", counted from 1.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from metacog import schema, tables
+
+__all__ = ["ResponseError", "load_responses", "response_notes", "source_label"]
+
+SUFFIXES = {".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet",
+            ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
+LABELS = {"atlas": "Atlas", "battery": "Battery"}
+KEY = ["model", "item_id", "probe", "sample"]
+_TRUE = {"1", "1.0", "true", "t", "yes", "y"}
+_FALSE = {"0", "0.0", "false", "f", "no", "n"}
+
+
+class ResponseError(ValueError):
+    """A response table that cannot be used as it is; the message says where and how to fix it."""
+
+
+# ---------------------------------------------------------------------------
+# where a row came from
+
+
+class _Where:
+    """Turns row positions of the loaded table into the file's own line labels."""
+
+    def __init__(self, name: str, kind: str, path: Path | None = None, sep: str = ","):
+        self.name, self.kind, self.path, self.sep = name, kind, path, sep
+        self.lines: np.ndarray | None = None  # physical line of each record (CSV: read lazily)
+        self.rows: np.ndarray | None = None  # record of each row kept (None: all, in order)
+
+    def label(self, pos: int) -> str:
+        if self.rows is not None:
+            pos = int(self.rows[pos])
+        if self.kind == "csv" and self.lines is None:
+            self.lines = _csv_record_lines(self.path, self.sep)
+        if self.lines is not None and pos < len(self.lines):
+            return f"line {int(self.lines[pos])}"
+        return f"row {pos + 1}"
+
+    def keep(self, mask: np.ndarray) -> None:
+        """Rows were filtered by ``mask``: later positions refer to the rows kept."""
+        kept = np.flatnonzero(mask)
+        self.rows = kept if self.rows is None else self.rows[kept]
+
+    def show(self, mask, values: pd.Series | None = None, k: int = 3) -> str:
+        """'line 4 ('abc'), line 9 ('x') ... (12 rows in all)' for the first ``k`` True positions."""
+        pos = np.flatnonzero(np.asarray(mask))
+        parts = [self.label(int(p)) + (f" ({_plain(values.iloc[p])!r})" if values is not None else "")
+                 for p in pos[:k]]
+        more = f" ... ({len(pos)} rows in all)" if len(pos) > k else ""
+        return ", ".join(parts) + more
+
+
+def _plain(value):
+    """A NumPy scalar as the Python value it holds (so messages show 1.3, not np.float64(1.3))."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _csv_record_lines(path: Path, sep: str) -> np.ndarray | None:
+    """The physical line (1-based) each data record starts on; None if it cannot be matched."""
+    starts, prev = [], 0
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f, delimiter=sep)
+        for rec in reader:
+            if rec:  # blank lines are skipped, as pandas does
+                starts.append(prev + 1)
+            prev = reader.line_num
+    return np.asarray(starts[1:]) if starts else None  # the first record is the header
+
+
+# ---------------------------------------------------------------------------
+# reading
+
+
+def source_label(source) -> str:
+    """A short human name for a source: 'Atlas', 'Battery', a run's name, a file's stem."""
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and os.path.isfile(source)):
+        return Path(source).stem
+    name = str(source).split(":", 1)[0]
+    return LABELS.get(name, name)
+
+
+def _read_file(path: Path) -> tuple[pd.DataFrame, _Where]:
+    kind = SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise ResponseError(
+            f"{path}: unknown file type {path.suffix or '(no extension)'!r}; response files must "
+            f"end in one of {sorted(SUFFIXES)} (CSV, Parquet or JSON lines).")
+    if path.stat().st_size == 0:
+        raise ResponseError(f"{path}: the file is empty; it needs a header and one row per "
+                            f"model x item x probe (columns {list(schema.REQUIRED)}).")
+    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    where = _Where(str(path), kind, path, sep)
+    if kind == "csv":
+        try:
+            df = pd.read_csv(path, sep=sep, dtype=str, encoding="utf-8-sig")
+        except (pd.errors.ParserError, UnicodeDecodeError) as e:
+            raise ResponseError(f"{path}: not a readable CSV ({e}); save it as UTF-8 CSV with "
+                                "one header line.") from None
+        except pd.errors.EmptyDataError:
+            raise ResponseError(f"{path}: the file is empty (no header line).") from None
+    elif kind == "parquet":
+        df = pd.read_parquet(path)
+    else:
+        df, where.lines = _read_jsonl(path)
+    return df, where
+
+
+def _read_jsonl(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
+    records, lines = [], []
+    with open(path, encoding="utf-8-sig") as f:
+        for i, text in enumerate(f, start=1):
+            if not text.strip():
+                continue
+            try:
+                rec = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ResponseError(f"{path}: line {i} is not valid JSON ({e.msg}); JSON lines hold one "
+                                    "object per line, e.g. {\"model\": \"m\", \"item_id\": \"1\", ...}.") from None
+            if not isinstance(rec, dict):
+                raise ResponseError(f"{path}: line {i} is a JSON {type(rec).__name__}, not an object; "
+                                    "each line must be one response as {\"column\": value, ...}.")
+            records.append(rec)
+            lines.append(i)
+    return pd.DataFrame.from_records(records), np.asarray(lines)
+
+
+def _registered(source: str) -> tuple[pd.DataFrame, _Where] | None:
+    """A public log through :data:`metacog.data.LOADERS`, or a recorded run; None if neither."""
+    import metacog.data as data
+    from metacog import collect
+
+    if source in tuple(data.LOADERS):
+        return data.load(source), _Where(source, "table")
+    runs_file = collect.RESPONSES / "runs.yml"
+    if runs_file.exists() and source in collect.runs(runs_file):
+        return collect.load(source), _Where(f"recorded run {source!r}", "table")
+    return None
+
+
+def _resolve(source) -> tuple[pd.DataFrame, _Where, str | None]:
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and os.path.isfile(source)):
+        return (*_read_file(Path(source)), None)
+    if not isinstance(source, str) or not source:
+        raise ResponseError(f"load_responses: source must be a non-empty string or a path, got {source!r}.")
+    name, _, suffix_probe = source.partition(":")
+    found = _registered(name)
+    if found is not None:
+        return (*found, suffix_probe or None)
+    import metacog.data as data
+    from metacog import collect
+
+    runs_file = collect.RESPONSES / "runs.yml"
+    declared = sorted(collect.runs(runs_file)) if runs_file.exists() else []
+    if Path(source).suffix or os.sep in source:
+        raise ResponseError(f"{source}: no such file (working directory {os.getcwd()}).")
+    raise ResponseError(
+        f"load_responses: unknown source {source!r}. Use a registered log {list(data.LOADERS)}, "
+        f"a recorded run {declared} (either optionally as 'name:probe'), or the path of a "
+        f"CSV, Parquet or JSON-lines file.")
+
+
+# ---------------------------------------------------------------------------
+# checking
+
+
+def _rename(df: pd.DataFrame, columns: dict | None, where: _Where) -> pd.DataFrame:
+    if not columns:
+        return df
+    absent = [c for c in columns if c not in df.columns]
+    if absent:
+        raise ResponseError(f"{where.name}: columns= renames {absent}, which the file does not have; "
+                            f"its columns are {list(df.columns)}.")
+    targets = list(columns.values())
+    clash = sorted({t for t in targets if targets.count(t) > 1 or (t in df.columns and t not in columns)})
+    if clash:
+        raise ResponseError(f"{where.name}: columns= would give two columns the name(s) {clash}; "
+                            "rename only one column to each schema name.")
+    return df.rename(columns=columns)
+
+
+def _fill_and_narrow(df, where, probe, benchmark, suffix_probe):
+    for col, value in (("probe", probe), ("benchmark", benchmark)):
+        if value is not None and col not in df.columns:
+            df = df.assign(**{col: value})
+    wanted = suffix_probe or probe
+    if wanted is not None and "probe" in df.columns:
+        keep = (df["probe"].astype("string") == wanted).fillna(False).to_numpy()
+        if not keep.any():
+            raise ResponseError(f"{where.name}: no rows with probe {wanted!r}; its probes are "
+                                f"{sorted(df['probe'].dropna().astype(str).unique())}.")
+        df = df[keep]
+        where.keep(keep)
+    return df.reset_index(drop=True)
+
+
+def _check_required(df, where):
+    missing = [c for c in schema.REQUIRED if c not in df.columns]
+    if not missing:
+        return
+    guesses = {m: difflib.get_close_matches(m, [str(c) for c in df.columns], n=1, cutoff=0.5) for m in missing}
+    example = ", ".join(f"{g[0]!r}: {m!r}" for m, g in guesses.items() if g) or "'your_name': 'model'"
+    fill = " (or probe='...' when the whole file is one probe)" if "probe" in missing else ""
+    raise ResponseError(
+        f"{where.name}: missing required column(s) {missing}; the file has {list(df.columns)}. "
+        f"Rename yours with columns={{{example}}}{fill}. Required: {list(schema.REQUIRED)}.")
+
+
+def _check_keys(df, where):
+    for col in ("model", "item_id", "probe"):
+        empty = df[col].isna().to_numpy() | (df[col].astype("string").str.strip() == "").fillna(True).to_numpy()
+        if empty.any():
+            raise ResponseError(f"{where.name}: column {col!r} is empty on {where.show(empty)}; every "
+                                f"row needs a {col}.")
+        df[col] = df[col].astype("string").str.strip()
+
+
+def _check_numbers(df, where):
+    for col, (dtype, _) in schema.COLUMNS.items():
+        if col not in df.columns or dtype not in ("float64", "Int64") or col == "correct":
+            continue
+        raw = df[col]
+        if raw.dtype == object or pd.api.types.is_string_dtype(raw):
+            raw = raw.astype("string").str.strip().replace("", pd.NA)
+        num = pd.to_numeric(raw, errors="coerce")
+        bad = (num.isna() & raw.notna()).to_numpy()
+        if bad.any():
+            raise ResponseError(f"{where.name}: column {col!r} must hold numbers; found text on "
+                                f"{where.show(bad, raw)}. Fix those values or leave them empty.")
+        if dtype == "Int64" and (num.dropna() % 1 != 0).any():
+            frac = (num.notna() & (num % 1 != 0)).to_numpy()
+            raise ResponseError(f"{where.name}: column {col!r} must hold whole numbers; "
+                                f"found {where.show(frac, num)}.")
+        df[col] = num.astype(float)
+    for col in ("confidence", "p_yes"):
+        if col not in df.columns:
+            continue
+        v = df[col]
+        out = (v.notna() & ~v.between(0, 1)).to_numpy()
+        if out.any():
+            hint = (" It looks like a 0\u2013100 scale: divide by 100 (the schema's confidence is in [0, 1])."
+                    if v.dropna().between(0, 100).all() and (v.dropna() > 1).mean() >= 0.5 else
+                    " Confidence is a probability in [0, 1].")
+            raise ResponseError(f"{where.name}: column {col!r} must lie in [0, 1]; outside it on "
+                                f"{where.show(out, v)}.{hint}")
+
+
+def _check_correct(df, where):
+    raw = df["correct"]
+    if raw.dtype == bool or str(raw.dtype) == "boolean":
+        df["correct"] = raw.astype("Float64").astype(float)
+        return
+    text = raw.astype("string").str.strip().str.lower().replace("", pd.NA)
+    mapped = pd.Series(np.nan, index=raw.index)
+    mapped[text.isin(_TRUE).fillna(False).to_numpy()] = 1.0
+    mapped[text.isin(_FALSE).fillna(False).to_numpy()] = 0.0
+    bad = (mapped.isna() & text.notna()).to_numpy()
+    if bad.any():
+        raise ResponseError(
+            f"{where.name}: column 'correct' must be 0 or 1 (true/false and yes/no are accepted; "
+            f"empty = unknown); found {where.show(bad, raw)}. Partial credit must be made binary "
+            f"first, e.g. correct = (score >= 0.5).")
+    df["correct"] = mapped.to_numpy()
+
+
+def _check_rows(df, where):
+    if "sample" not in df.columns:
+        df["sample"] = 0.0
+    df["sample"] = df["sample"].fillna(0.0)
+    dup = df.duplicated(KEY, keep=False).to_numpy()
+    if dup.any():
+        groups = df[dup].groupby(KEY, sort=False).size()
+        first = df[dup].drop_duplicates(KEY).head(3)
+        ex = "; ".join(
+            f"model {r.model!r} item {r.item_id!r} probe {r.probe!r} sample {int(r.sample)} on "
+            f"{where.show(((df[KEY] == [r.model, r.item_id, r.probe, r.sample]).all(axis=1)).to_numpy())}"
+            for r in first.itertuples())
+        raise ResponseError(
+            f"{where.name}: {len(groups)} duplicate (model, item_id, probe, sample) key(s) over "
+            f"{int(dup.sum())} rows, e.g. {ex}. Keep one row per key, or number repeated samples "
+            f"in a 'sample' column (0, 1, 2, ...).")
+    items = df.groupby("model", sort=False)["item_id"].nunique()
+    few = items[items < 2]
+    if len(few):
+        m = few.index[0]
+        raise ResponseError(
+            f"{where.name}: model {m!r} has only {int(few.iloc[0])} item (on "
+            f"{where.show((df['model'] == m).to_numpy())}); a model needs at least two items. "
+            f"Check the model column for typos, or remove the model.")
+
+
+def _notes(df: pd.DataFrame) -> list[str]:
+    notes = []
+    unknown = sorted(set(df["probe"].dropna()) - set(schema.PROBES))
+    if unknown:
+        notes.append(f"Probe(s) {unknown} are not among the book's probes; they are kept as given.")
+    first = df[df["sample"] == 0]
+    for bench, part in first.groupby(first["benchmark"].fillna("(no benchmark)"), sort=False):
+        y = part.dropna(subset=["correct"]).drop_duplicates(["model", "item_id"])
+        wide = y.pivot(index="item_id", columns="model", values="correct")
+        if wide.shape[1] >= 2 and len(wide) and tables.agreement(wide, min_models=1)["unanimous"].all():
+            notes.append(f"Benchmark {bench!r}: every model is right or wrong on the same items "
+                         f"(correctness identical across {wide.shape[1]} models), so there is no "
+                         "difference in performance between models to explain.")
+    judged = first.dropna(subset=["confidence"])
+    counts = judged.groupby(["probe", "model"], sort=False)["confidence"].agg(["nunique", "first"])
+    for (probe, model), row in counts[counts["nunique"] == 1].iterrows():
+        notes.append(f"Model {model!r} gives the same confidence ({row['first']:g}) on every item of "
+                     f"probe {probe!r}: that judgment carries no information about items.")
+    return notes
+
+
+def response_notes(df: pd.DataFrame) -> pd.DataFrame:
+    """The notes :func:`load_responses` attached to ``df`` (column ``note``), one row each."""
+    return pd.DataFrame({"note": list(df.attrs.get("notes", []))}, dtype=object)
+
+
+def load_responses(source, *, columns: dict | None = None, probe: str | None = None,
+                   benchmark: str | None = None) -> pd.DataFrame:
+    """The tidy response table (:mod:`metacog.schema`) of ``source``, checked.
+
+    ``source`` is a registered public log (any name :func:`metacog.data.load` takes,
+    e.g. "atlas"), a recorded run of ``data/responses/runs.yml`` (e.g. "squad"), either
+    optionally narrowed to one probe as "name:probe" ("battery:keep_withdraw"), or the
+    path of a CSV / TSV, Parquet or JSON-lines file in the tidy layout (an existing file
+    is a path even when its name holds ':'). A file needs columns ``model, item_id,
+    probe, confidence, correct``; any other schema column is optional and kept.
+    ``columns`` renames a file's columns ({"llm": "model"}); ``probe`` / ``benchmark``
+    fill the column when the file lacks it, and ``probe`` keeps only that probe when the
+    column exists. ``correct`` accepts 0/1, booleans and true/false/yes/no; ``sample``
+    defaults to 0.
+
+    Raises :class:`ResponseError` naming the file, the column, the first offending lines
+    and the fix. Returns the table with ``attrs["notes"]`` (plain sentences, see
+    :func:`response_notes`), ``attrs["source"]`` and ``attrs["label"]``.
+    """
+    raw, where, suffix_probe = _resolve(source)
+    df = _rename(raw, columns, where)
+    df = _fill_and_narrow(df, where, probe, benchmark, suffix_probe)
+    _check_required(df, where)
+    if len(df) == 0:
+        raise ResponseError(f"{where.name}: the table has a header but no rows.")
+    df = df.copy()
+    _check_keys(df, where)
+    _check_numbers(df, where)
+    _check_correct(df, where)
+    _check_rows(df, where)
+    try:
+        out = schema.conform(df, source=where.name)
+    except ValueError as e:
+        raise ResponseError(str(e)) from None
+    out.attrs = {"notes": _notes(out), "source": str(source), "label": source_label(source)}
+    return out
