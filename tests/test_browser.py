@@ -79,3 +79,14 @@ def test_no_key_like_string_in_executed_notebooks_or_pages(site):
     for f in executed + list(site.rglob("*.html")):
         hit = key.search(f.read_text(errors="replace"))
         assert hit is None, f"{f} holds a key-like string"
+
+
+@pytest.mark.xfail(strict=False, reason="pages not yet clean: issue #13")
+def test_built_pages_show_no_nan_warnings_paths_raw_headers_or_template_glitches(site):
+    from metacog.hygiene import scan_html
+
+    found = scan_html(site)
+    if not found.empty:  # shown with -rx / -s so the lead can see what is left
+        print(found.groupby(["page", "problem"]).size().to_string())
+        print(found.to_string(index=False, max_colwidth=100))
+    assert found.empty, f"{len(found)} page-hygiene problems on {found['page'].nunique()} pages"
