@@ -99,3 +99,15 @@ def test_main_prints_findings_and_fails(tmp_path, capsys):
     write(tmp_path, "a.html", CLEAN)
     assert main([str(tmp_path)]) == 0
     assert main([str(tmp_path / "missing")]) == 2
+
+
+def test_pretty_tables_pass_where_raw_dataframes_fail():
+    import numpy as np
+    import pandas as pd
+
+    from metacog.report import pretty
+
+    df = pd.DataFrame({"share_yes": [0.5, np.nan], "n_items": [1000.0, 132.0]})
+    raw = scan_page(PAGE.format(body=df.to_html()))
+    assert set(raw["problem"]) == {"raw header", "nan"}
+    assert scan_page(PAGE.format(body=pretty(df)._repr_html_())).empty
