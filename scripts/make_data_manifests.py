@@ -1,6 +1,8 @@
 """Write metacog/data/manifests/<name>.json from a verified mirror folder.
 
-Usage: python scripts/make_data_manifests.py ../shared/data
+Usage: python scripts/make_data_manifests.py ../shared/data [dataset ...]
+
+With dataset names, only those manifests are rewritten.
 
 Each manifest maps a file's path inside the dataset's mirror folder to its
 sha256, its size and its path in the upstream repository at the pinned commit
@@ -36,7 +38,27 @@ def _legalbench(rel: str) -> str | None:
     return f"legal/legalbench/{rel}"
 
 
-#: dataset -> (files to include, mirror relpath -> upstream path or None)
+def _spar(rel: str) -> str | None:
+    return {"README.upstream.md": "readme.md"}.get(rel, rel)
+
+
+def _spar_files(base: Path) -> list[Path]:
+    """SimpleMC, the upstream readme and the four log families the loader reads (no ft:* files)."""
+    keep = ["SimpleMC.jsonl", "README.upstream.md", "compiled_results_smc/*_phase1_compiled.json",
+            "pass_game_logs/*SimpleMC*decisionOnly*_game_data*.json",
+            "pass_game_logs/old/*SimpleMC*decisionOnly*_game_data*.json",
+            "capabilities_1p_test_logs/*SimpleMC_500*_test_data.json",
+            "capabilities_3p_test_logs/*SimpleMC_500*_test_data.json"]
+    return sorted({p for pattern in keep for p in base.glob(pattern) if not p.name.startswith("ft:")})
+
+
+def _calibration_files(base: Path) -> list[Path]:
+    """The licence and the 84 per-model result CSVs (not the authors' category summary)."""
+    return sorted([base / "LICENSE", *base.glob("results/mmlu_pro_*_eval_all_None.csv")])
+
+
+#: dataset -> (glob of files to include, or a function listing them; mirror relpath -> upstream
+#: path or None)
 RULES = {
     "atlas": ("*", _atlas),
     "battery": ("*", _battery),
@@ -49,15 +71,22 @@ RULES = {
     "truthfulqa": ("truthfulqa.csv", lambda rel: "datasets/TruthfulQA.csv"),
     "strategyqa": ("strategyqa.json", lambda rel: "dataset/StrategyQA/task.json"),
     "selfaware": ("selfaware.json", lambda rel: "data/SelfAware.json"),
+    "spar": (_spar_files, _spar),
+    "calibration_study": (_calibration_files, lambda rel: rel),
 }
 
 
-def main(mirror: str) -> None:
+def main(mirror: str, only: list[str] | None = None) -> None:
     out_dir = ROOT / "metacog" / "data" / "manifests"
     out_dir.mkdir(parents=True, exist_ok=True)
     for name, (pattern, upstream) in RULES.items():
+        if only and name not in only:
+            continue
         base = Path(mirror) / DATASETS[name].mirror_dir
-        files = sorted(p for p in base.rglob(pattern) if p.is_file())
+        if callable(pattern):
+            files = pattern(base)
+        else:
+            files = sorted(p for p in base.rglob(pattern) if p.is_file())
         entries = {}
         for p in files:
             rel = p.relative_to(base).as_posix()
@@ -67,4 +96,4 @@ def main(mirror: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else str(ROOT.parent / "shared" / "data"))
+    main(sys.argv[1] if len(sys.argv) > 1 else str(ROOT.parent / "shared" / "data"), sys.argv[2:])

@@ -54,6 +54,17 @@ DATASETS: dict[str, Dataset] = {
            "multimodel/battery", "synthiumjp/metacognitive-monitoring-battery",
            "2f83d0fa506e7af2b72ca191b65ce42e07c9e185",
            "CSVs CC BY 4.0, code MIT", "arXiv:2604.15702 (see CITATION.cff in the repository)"),
+        _D("spar", "SPAR self-awareness: LLMs on SimpleMC (500 items), answer-or-pass "
+                   "before answering, 1st/3rd-person confidence",
+           "multimodel/spar", "cma1114/spar_self_awareness",
+           "f770ffb0466a9b50fe734c350bcc7e9615891c34",
+           "none stated upstream: loaded from the pinned public URL, never redistributed",
+           "cma1114/spar_self_awareness @ f770ffb (GitHub repository; no paper or citation file)"),
+        _D("calibration_study", "LLM Calibration Study: 84 LLMs x MMLU-Pro test set, "
+                                "confidence after answering",
+           "multimodel/calibration_study", "Linwei94/LLM-Calibration-Study",
+           "ddc349e31695f3c2f8b8dfb2c3376a720914df55",
+           "MIT", "Linwei94/LLM-Calibration-Study @ ddc349e (GitHub repository, MIT licence)"),
         _D("squad", "SQuAD dev sets v1.1 and v2.0", "benchmarks/squad",
            "rajpurkar/SQuAD-explorer", "e0c66cfec263165fb3c15cb76a22175e371b71d7",
            "CC BY-SA 4.0", "Rajpurkar et al. 2016, 2018",
