@@ -110,24 +110,27 @@ def _with_answer_correctness(rows: pd.DataFrame, answers: pd.DataFrame) -> pd.Da
 def _keep_models(rows: pd.DataFrame, probe: str, had_answers: bool, min_items: int,
                  notes: list[str]) -> pd.DataFrame:
     """Drop models with no usable confidence or correctness, with a note for each."""
-    usable = rows.dropna(subset=["confidence", "correct"])
-    per_model = usable.groupby("model")["item_id"].nunique()
-    for model in sorted(rows["model"].unique()):
-        mine = rows[rows["model"] == model]
-        if mine["correct"].isna().all():
+    flags = pd.DataFrame({"y": rows["correct"].notna(), "c": rows["confidence"].notna()})
+    flags["both"] = flags["y"] & flags["c"]
+    # one row per (model, item) here (sample 0 of one probe), so a sum counts items
+    per = flags.groupby(rows["model"], observed=True).agg({"y": "any", "c": "any", "both": "sum"})
+    any_y, any_c, usable = per["y"], per["c"], per["both"]
+    dropped = []
+    for model in sorted(per.index):
+        if not any_y[model]:
             why = ("its judgment rows carry no correctness and it has no 'answer' rows to take it from"
                    if not had_answers else "it has no correctness on these items, not even from its "
                    "'answer' rows")
-        elif mine["confidence"].isna().all():
+        elif not any_c[model]:
             why = "it gave no confidence on this probe"
-        elif per_model.get(model, 0) < min_items:
-            why = (f"only {int(per_model.get(model, 0))} item(s) have both its confidence and its "
+        elif usable[model] < min_items:
+            why = (f"only {int(usable[model])} item(s) have both its confidence and its "
                    f"correctness (need {min_items})")
         else:
             continue
         notes.append(f"Model {model!r} dropped from probe {probe!r}: {why}.")
-        rows = rows[rows["model"] != model]
-    return rows
+        dropped.append(model)
+    return rows[~rows["model"].isin(dropped).to_numpy()] if dropped else rows
 
 
 def _build(source, label, bench, probe, rows, cut, min_models, min_items, notes) -> Panel | None:

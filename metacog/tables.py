@@ -52,11 +52,6 @@ def _how(how, cut) -> tuple[str, float | None]:
     return "fixed", float(cut)
 
 
-def _is_binary(col: pd.Series) -> bool:
-    vals = col.dropna()
-    return len(vals) > 0 and bool(vals.isin([0.0, 1.0]).all())
-
-
 def _plan(conf: pd.DataFrame, how, cut) -> pd.DataFrame:
     """Per model: the rule, the threshold and whether the comparison is strict (see :func:`binarize`)."""
     how, cut = _how(how, cut)
@@ -70,22 +65,24 @@ def _plan(conf: pd.DataFrame, how, cut) -> pd.DataFrame:
                     else "")
             raise ValueError(f"binarize: cut={cut:g} lies outside the confidence scale: confidence "
                              f"is on {scale} here{hint}.")
-    rows = []
-    for model in conf.columns:
-        col = conf[model].astype(float)
-        x = col.dropna()
-        if _is_binary(col):
-            rows.append((model, "binary (unchanged)", np.nan, False))
-        elif how == "fixed":
-            rows.append((model, "fixed: at or above", cut, False))
-        elif x.empty:
-            rows.append((model, "median: no values", np.nan, False))
-        else:
-            med = float(x.median())
-            at_or_above, above = float((x >= med).mean()), float((x > med).mean())
-            strict = abs(above - 0.5) < abs(at_or_above - 0.5)
-            rows.append((model, "median: strictly above" if strict else "median: at or above", med, strict))
-    return pd.DataFrame(rows, columns=["model", "rule", "cut", "strict"]).set_index("model")
+    present = ~np.isnan(values)
+    n = present.sum(axis=0)
+    binary = (n > 0) & ((values == 0) | (values == 1) | ~present).all(axis=0)
+    if how == "fixed":
+        rule = np.where(binary, "binary (unchanged)", "fixed: at or above")
+        return pd.DataFrame({"rule": rule, "cut": np.where(binary, np.nan, cut), "strict": False},
+                            index=conf.columns.rename("model"))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        med = np.full(values.shape[1], np.nan)
+        some = n > 0
+        med[some] = np.nanmedian(values[:, some], axis=0)
+        at_or_above = (values >= med).sum(axis=0) / n
+        above = (values > med).sum(axis=0) / n
+    strict = np.abs(above - 0.5) < np.abs(at_or_above - 0.5)
+    rule = np.select([binary, n == 0, strict], ["binary (unchanged)", "median: no values",
+                                                "median: strictly above"], "median: at or above")
+    return pd.DataFrame({"rule": rule, "cut": np.where(binary, np.nan, med), "strict": strict & ~binary},
+                        index=conf.columns.rename("model"))
 
 
 def binarize(conf: pd.DataFrame, how: str | float = "median", cut: float = 0.5) -> pd.DataFrame:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from metacog import schema, tables
+from metacog import schema
 
 __all__ = ["ResponseError", "load_responses", "response_notes", "source_label"]
 
@@ -312,24 +312,34 @@ def _check_rows(df, where):
             f"Check the model column for typos, or remove the model.")
 
 
-def _notes(df: pd.DataFrame) -> list[str]:
+def _notes(df: pd.DataFrame, *, user_file: bool) -> list[str]:
+    """Plain sentences about things that are not errors (vectorised: millions of rows are fine)."""
     notes = []
-    unknown = sorted(set(df["probe"].dropna()) - set(schema.PROBES))
-    if unknown:
-        notes.append(f"Probe(s) {unknown} are not among the book's probes; they are kept as given.")
-    first = df[df["sample"] == 0]
-    for bench, part in first.groupby(first["benchmark"].fillna("(no benchmark)"), sort=False):
-        y = part.dropna(subset=["correct"]).drop_duplicates(["model", "item_id"])
-        wide = y.pivot(index="item_id", columns="model", values="correct")
-        if wide.shape[1] >= 2 and len(wide) and tables.agreement(wide, min_models=1)["unanimous"].all():
-            notes.append(f"Benchmark {bench!r}: every model is right or wrong on the same items "
-                         f"(correctness identical across {wide.shape[1]} models), so there is no "
+    if user_file:
+        unknown = sorted(set(df["probe"].dropna()) - set(schema.PROBES))
+        if unknown:
+            notes.append(f"Probe(s) {unknown} are not among the book's probes; they are kept as given.")
+    first = df[(df["sample"].fillna(0) == 0).to_numpy()]
+    codes = {c: pd.factorize(first[c]) for c in ("benchmark", "probe", "model", "item_id")}  # NA -> -1
+    keys = pd.DataFrame({c: v[0] for c, v in codes.items()})
+    y = first["correct"].to_numpy(dtype=float)
+    has = ~np.isnan(y)
+    g = keys[has].assign(y=y[has]).groupby(["benchmark", "probe", "item_id"])["y"].agg(["min", "max", "size"])
+    g = g[g["size"] >= 2].reset_index()
+    for b, part in g.groupby("benchmark"):
+        if (part["min"] == part["max"]).all():
+            n_models = keys.loc[has & (keys["benchmark"] == b).to_numpy(), "model"].nunique()
+            name = codes["benchmark"][1][b] if b >= 0 else "(no benchmark)"
+            notes.append(f"Benchmark {name!r}: every model is right or wrong on the "
+                         f"same items (correctness identical across {n_models} models), so there is no "
                          "difference in performance between models to explain.")
-    judged = first.dropna(subset=["confidence"])
-    counts = judged.groupby(["probe", "model"], sort=False)["confidence"].agg(["nunique", "first"])
-    for (probe, model), row in counts[counts["nunique"] == 1].iterrows():
-        notes.append(f"Model {model!r} gives the same confidence ({row['first']:g}) on every item of "
-                     f"probe {probe!r}: that judgment carries no information about items.")
+    c = first["confidence"].to_numpy(dtype=float)
+    has = ~np.isnan(c)
+    spread = keys[has].assign(c=c[has]).groupby(["probe", "model"])["c"].agg(["min", "max"])
+    for (p, m), row in spread[spread["min"] == spread["max"]].iterrows():
+        notes.append(f"Model {codes['model'][1][m]!r} gives the same confidence ({row['min']:g}) on every "
+                     f"item of probe {codes['probe'][1][p]!r}: that judgment carries no information "
+                     "about items.")
     return notes
 
 
@@ -354,12 +364,24 @@ def load_responses(source, *, columns: dict | None = None, probe: str | None = N
     defaults to 0.
 
     Raises :class:`ResponseError` naming the file, the column, the first offending lines
-    and the fix. Returns the table with ``attrs["notes"]`` (plain sentences, see
+    and the fix. Registered logs and recorded runs were checked by their loaders (they
+    call :func:`metacog.schema.conform`) and are not checked again unless ``columns``
+    renames theirs. Returns the table with ``attrs["notes"]`` (plain sentences, see
     :func:`response_notes`), ``attrs["source"]`` and ``attrs["label"]``.
     """
     raw, where, suffix_probe = _resolve(source)
     df = _rename(raw, columns, where)
     df = _fill_and_narrow(df, where, probe, benchmark, suffix_probe)
+    user_file = where.kind != "table"
+    if user_file or columns:
+        df = _checked(df, where)
+    df.attrs = {"notes": _notes(df, user_file=user_file), "source": str(source),
+                "label": source_label(source)}
+    return df
+
+
+def _checked(df: pd.DataFrame, where: _Where) -> pd.DataFrame:
+    """Every check of :func:`load_responses`, then the schema's own (:func:`metacog.schema.conform`)."""
     _check_required(df, where)
     if len(df) == 0:
         raise ResponseError(f"{where.name}: the table has a header but no rows.")
@@ -369,8 +391,6 @@ def load_responses(source, *, columns: dict | None = None, probe: str | None = N
     _check_correct(df, where)
     _check_rows(df, where)
     try:
-        out = schema.conform(df, source=where.name)
+        return schema.conform(df, source=where.name)
     except ValueError as e:
         raise ResponseError(str(e)) from None
-    out.attrs = {"notes": _notes(out), "source": str(source), "label": source_label(source)}
-    return out
