@@ -90,10 +90,14 @@ class PanelSet:
 
 
 def _cut_for(source: str, label: str, cuts: dict, default):
-    for key in (source, label):
-        if key in cuts:
-            return cuts[key]
-    return default
+    """The cut asked for ``source`` (by its string, then its label); a numeric string becomes a number."""
+    cut = next((cuts[k] for k in (source, label) if k in cuts), default)
+    if isinstance(cut, str) and cut not in ("median", "fixed"):
+        try:
+            return float(cut)
+        except ValueError:
+            pass  # binarize names the bad value
+    return cut
 
 
 def _with_answer_correctness(rows: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame:

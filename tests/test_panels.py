@@ -85,6 +85,7 @@ def test_cuts_by_label_and_validation(tmp_path):
     verbal = next(p for p in ps if p.probe == "verbal_confidence")
     assert verbal.cut == 0.7
     assert verbal.confidence.equals((verbal.confidence_raw >= 0.7).astype(float))
+    assert next(p for p in panels([src], default_cut="0.7") if p.probe == "verbal_confidence").cut == 0.7
     with pytest.raises(ValueError, match="90 looks like a 0\u2013100 scale: use 0.9"):
         panels([src], cuts={src: 90})
     with pytest.raises(ValueError, match="neither a source nor"):
