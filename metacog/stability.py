@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from metacog import hidden
@@ -60,6 +61,62 @@ class Study:
         gd = hidden.group_difference(self.probe[self.probe["layer"] >= 1], "OCW", "CC",
                                      by="condition", n_boot=n_boot, seed=seed)
         return gd.assign(covers_zero=(gd["ci_low"] <= 0) & (gd["ci_high"] >= 0))
+
+    def contrast_intervals(self, *, n_boot: int = 2000, level: float = 0.95,
+                           seed: int = 0) -> pd.DataFrame:
+        """The prompt contrasts of :data:`CONTRASTS` as one number each, with an interval.
+
+        For 'a - b' the statistic is the relative change of the displacement, averaged over
+        layers >= 1: mean over layers of (mean_a - mean_b) / mean_b, the items paired by
+        prompt. The interval is a percentile bootstrap over items (the same resampled items
+        under both prompts). One row per contrast: contrast, items, layers, rel_change,
+        ci_low, ci_high.
+        """
+        t = self.probe[self.probe["layer"] >= 1]
+        rng = np.random.default_rng(seed)
+        rows = []
+        for a, b in CONTRASTS:
+            wa = t[t["condition"] == a].pivot_table(index="prompt_id", columns="layer", values="displacement")
+            wb = t[t["condition"] == b].pivot_table(index="prompt_id", columns="layer", values="displacement")
+            ids, cols = wa.index.intersection(wb.index), wa.columns.intersection(wb.columns)
+            xa, xb = wa.loc[ids, cols].to_numpy(), wb.loc[ids, cols].to_numpy()
+            n = len(ids)
+            est = float(((xa.mean(0) - xb.mean(0)) / xb.mean(0)).mean()) if n else np.nan
+            lo = hi = np.nan
+            if n >= 2:
+                idx = rng.integers(0, n, size=(n_boot, n))
+                ma, mb = xa[idx].mean(axis=1), xb[idx].mean(axis=1)
+                draws = ((ma - mb) / mb).mean(axis=1)
+                lo, hi = np.quantile(draws, [(1 - level) / 2, 1 - (1 - level) / 2])
+            rows.append({"contrast": f"{a} - {b}", "items": n, "layers": len(cols), "rel_change": est,
+                         "ci_low": float(lo), "ci_high": float(hi)})
+        return pd.DataFrame(rows)
+
+    def group_contrast(self, *, condition: str = "plain", n_boot: int = 2000, level: float = 0.95,
+                       seed: int = 0) -> dict:
+        """OCW minus CC under one prompt as one number: the relative difference of the mean
+        displacement over layers >= 1, mean over layers of (mean_OCW - mean_CC) / mean_CC.
+
+        Each group is resampled on its own (percentile bootstrap over its items). Returns a
+        dict: condition, n_cc, n_ocw, rel_diff, ci_low, ci_high (NaN without both groups).
+        """
+        t = self.probe[(self.probe["layer"] >= 1) & (self.probe["condition"] == condition)]
+        wide = {g: t[t["group"] == g].pivot_table(index="prompt_id", columns="layer",
+                                                  values="displacement") for g in ("CC", "OCW")}
+        cols = wide["CC"].columns.intersection(wide["OCW"].columns)
+        xc, xo = wide["CC"][cols].to_numpy(), wide["OCW"][cols].to_numpy()
+        out = {"condition": condition, "n_cc": len(xc), "n_ocw": len(xo), "rel_diff": np.nan,
+               "ci_low": np.nan, "ci_high": np.nan}
+        if len(xc) < 2 or len(xo) < 2 or not len(cols):
+            return out
+        rng = np.random.default_rng(seed)
+        mc = xc[rng.integers(0, len(xc), size=(n_boot, len(xc)))].mean(axis=1)
+        mo = xo[rng.integers(0, len(xo), size=(n_boot, len(xo)))].mean(axis=1)
+        draws = ((mo - mc) / mc).mean(axis=1)
+        lo, hi = np.quantile(draws, [(1 - level) / 2, 1 - (1 - level) / 2])
+        out.update(rel_diff=float(((xo.mean(0) - xc.mean(0)) / xc.mean(0)).mean()),
+                   ci_low=float(lo), ci_high=float(hi))
+        return out
 
     def sweep_spread(self) -> float:
         """How far displacement / sigma varies across the sweep's sigmas (max/min - 1, layers >= 1).

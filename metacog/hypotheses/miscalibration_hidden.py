@@ -1,0 +1,157 @@
+"""The miscalibration chapter's hidden-state part: the study recorded in ``data/probe/``
+(:mod:`metacog.stability`), replayed without torch, as contrasts with intervals and verdicts.
+
+:func:`hidden_table` gives one relative change per model and contrast with a bootstrap
+interval over items; :func:`damping` reads the prompt contrasts; :func:`hidden_verdicts`
+decides "confident errors are as stable as confident hits" (an equivalence claim,
+:func:`equivalent`, kept out for models at chance) and "self-critique damps the
+perturbation beyond its length".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+
+from metacog.hypotheses.common import short_model as short
+from metacog.report import fmt_list, fmt_num, fmt_range
+from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, decide
+
+#: "As stable": OCW and CC displacement within this relative distance of each other.
+EQUIVALENCE_MARGIN = 0.10
+#: Fewer items per group than this and a displacement contrast is not judged.
+MIN_GROUP_ITEMS = 5
+
+
+CONTRAST_NAMES = {"self_critique - plain": "self-critique against plain",
+                  "length_control - plain": "length-matched plain against plain",
+                  "self_critique - length_control": "self-critique against length-matched plain"}
+
+
+def probe_studies(responses: pd.DataFrame, probe_models, items, *, n_per_group: int = 8,
+                  n_sweep: int = 4, seed: int = 0) -> dict:
+    """{model: :class:`metacog.stability.Study`} replayed from ``data/probe/`` (no torch)."""
+    from metacog import stability
+
+    return {m: stability.study(m, responses, items, n_per_group=n_per_group, n_sweep=n_sweep,
+                               seed=seed, compute=False) for m in probe_models}
+
+
+def hidden_table(studies: dict, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """One row per probed model and contrast, each a relative change of the displacement
+    averaged over layers with a bootstrap interval over items: the three prompt contrasts
+    (paired, ``items`` per prompt) and OCW minus CC under each prompt (``n_cc``, ``n_ocw``).
+    Columns model, kind ("prompt" / "OCW - CC"), contrast, items, n_cc, n_ocw, estimate,
+    ci_low, ci_high."""
+    rows = []
+    for model, st in studies.items():
+        for r in st.contrast_intervals(n_boot=n_boot, seed=seed).itertuples():
+            rows.append({"model": model, "kind": "prompt", "contrast": r.contrast, "items": r.items,
+                         "n_cc": np.nan, "n_ocw": np.nan, "estimate": r.rel_change,
+                         "ci_low": r.ci_low, "ci_high": r.ci_high})
+        for cond in ("plain", "self_critique", "length_control"):
+            g = st.group_contrast(condition=cond, n_boot=n_boot, seed=seed)
+            rows.append({"model": model, "kind": "OCW - CC", "contrast": f"OCW - CC ({cond.replace('_', ' ')})",
+                         "items": g["n_cc"] + g["n_ocw"], "n_cc": g["n_cc"], "n_ocw": g["n_ocw"],
+                         "estimate": g["rel_diff"], "ci_low": g["ci_low"], "ci_high": g["ci_high"]})
+    return pd.DataFrame(rows)
+
+
+def probe_chance_sentence(gate_table: pd.DataFrame | None, models) -> str:
+    """One sentence on whether the probed models answer above chance (and what follows)."""
+    if gate_table is None or not len(models):
+        return ""
+    at = [m for m in models if gate_table.loc[gate_table["model"].map(short) == short(m), "at_chance"].all()]
+    if not at:
+        return "Every probed model answers above chance, so its CC and OCW items differ in knowledge."
+    return (f"{fmt_list(at, len(list(models)), noun='probed models').capitalize()} answer the items at "
+            f"chance (see the gate above): their confident hits and confident errors are confident "
+            f"guesses that happen to match the label or not, so for them the OCW-against-CC contrast "
+            f"is null by construction and says nothing about paper 2's claim.")
+
+
+def _row(table: pd.DataFrame, model: str, contrast: str) -> pd.Series:
+    return table[(table["model"] == model) & (table["contrast"] == contrast)].iloc[0]
+
+
+def damping(table: pd.DataFrame, model: str) -> str:
+    """What self-critique does to the perturbation on ``model``, judged on the intervals of
+    :func:`hidden_table`: no damping, damping that prompt length alone explains, or damping
+    beyond length."""
+    sc = _row(table, model, "self_critique - plain")
+    lc = _row(table, model, "length_control - plain")
+    beyond = _row(table, model, "self_critique - length_control")
+    if not sc["ci_high"] < 0:
+        return "self-critique does not damp the perturbation on this model"
+    if beyond["ci_high"] < 0:
+        return "self-critique damps the perturbation by more than its length alone"
+    if lc["ci_high"] < 0:
+        return "the damping is a matter of prompt length: a length-matched plain prompt damps as much"
+    return "self-critique damps the perturbation, but the data cannot tell it from its length"
+
+
+def equivalent(claim: str, statistic: str, estimate, ci_low, ci_high, *, margin: float, n: dict,
+               min_counts: dict, digits: int = 3):
+    """A claim of no difference, decided with two one-sided checks of the interval against
+    ±``margin``: supported when it lies inside, not supported when it lies wholly outside,
+    insufficient evidence otherwise (or with too few counts). Returns a Verdict."""
+    upper = decide(claim, statistic, estimate, ci_low, ci_high, line=margin, direction="less", n=n,
+                   min_counts=min_counts, digits=digits)
+    lower = decide(claim, statistic, estimate, ci_low, ci_high, line=-margin, direction="greater", n=n,
+                   min_counts=min_counts, digits=digits)
+    if upper.basis in ("counts", "missing"):
+        return upper
+    band = f"±{fmt_num(margin, digits)}"
+    iv = f"the 95% interval ({fmt_range(ci_low, ci_high, digits=digits, sep=' to ')})"
+    if upper.status == SUPPORTED and lower.status == SUPPORTED:
+        return dataclasses.replace(upper, reason=f"{iv} lies within {band}", basis="")
+    if upper.status == NOT_SUPPORTED or lower.status == NOT_SUPPORTED:
+        return dataclasses.replace(upper, status=NOT_SUPPORTED, basis="",
+                                   reason=f"{iv} lies wholly outside {band}")
+    return dataclasses.replace(upper, status=INSUFFICIENT, basis="",
+                               reason=f"{iv} reaches beyond {band}, so the data cannot tell")
+
+
+def hidden_verdicts(table: pd.DataFrame, gate_table: pd.DataFrame) -> list:
+    """Per probed model: (1) confident errors are as stable as confident hits (OCW - CC under the
+    plain prompt within ±:data:`EQUIVALENCE_MARGIN`), kept out when the model answers at chance
+    — its CC and OCW items are then both confident guesses, so the comparison is null by
+    construction; (2) self-critique damps the perturbation beyond its length (self-critique
+    against the length-matched prompt below 0)."""
+    chance = dict(zip(gate_table["model"].map(short), gate_table["at_chance"]))
+    acc = {short(r.model): r for r in gate_table.itertuples()}
+    out = []
+    for model in dict.fromkeys(table["model"]):
+        g = _row(table, model, "OCW - CC (plain)")
+        v = equivalent(f"{model}: confident errors are as stable as confident hits",
+                       "relative OCW − CC displacement", g["estimate"], g["ci_low"], g["ci_high"],
+                       margin=EQUIVALENCE_MARGIN, n={"CC items": int(g["n_cc"]), "OCW items": int(g["n_ocw"])},
+                       min_counts={"CC items": MIN_GROUP_ITEMS, "OCW items": MIN_GROUP_ITEMS})
+        if chance.get(short(model), True):
+            r = acc.get(short(model))
+            where = (f"its C0 accuracy is {fmt_num(r.accuracy)} (exact 95% CI {fmt_range(r.ci_low, r.ci_high)})"
+                     if r is not None else "it has no gated C0 answers")
+            v = dataclasses.replace(v, status=INSUFFICIENT, basis="", reason=(
+                f"the model answers at chance ({where}), so its confident hits and confident errors "
+                f"are both confident guesses and the CC-vs-OCW comparison is null by construction"))
+        out.append(v)
+        b = _row(table, model, "self_critique - length_control")
+        out.append(decide(f"{model}: self-critique damps the perturbation beyond its length",
+                          "relative change, self-critique against length-matched plain", b["estimate"],
+                          b["ci_low"], b["ci_high"], line=0.0, direction="less",
+                          n={"items": int(b["items"])}, min_counts={"items": 2 * MIN_GROUP_ITEMS}))
+    return out
+
+
+def display_hidden(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`hidden_table` for a page: relative changes as percentages with their intervals."""
+    from metacog.hypotheses.common import with_ci
+
+    t = table.rename(columns={"estimate": "x", "ci_low": "x_ci_low", "ci_high": "x_ci_high"})
+    n = [f"{int(i)} per prompt" if k == "prompt" else f"{int(c)} CC, {int(o)} OCW"
+         for k, i, c, o in zip(t["kind"], t["items"], t["n_cc"].fillna(0), t["n_ocw"].fillna(0))]
+    out = pd.DataFrame({"model": t["model"], "contrast": t["contrast"].map(lambda c: CONTRAST_NAMES.get(c, c)),
+                        "items": n})
+    return out.assign(**with_ci(t, "x", "relative change (95% CI)", digits=1, pct=True))

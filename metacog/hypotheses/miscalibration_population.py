@@ -1,0 +1,226 @@
+"""The miscalibration chapter beyond paper 2: confident errors across a population of models.
+
+For every judgment panel (one source, benchmark and probe: items x models) with enough models
+above chance, :func:`analyse` gives per domain (an MMLU-Pro category, say) and over all items:
+
+- paper 2's *overconfident-wrong* share (OCW: confidence >= threshold and wrong) among the
+  answers that carry a confidence, and among the errors, each with a two-way bootstrap
+  interval (items and models resampled);
+- a stability test paper 2 does not make: do confident errors fall on the same items across
+  models more than difficulty predicts? The statistic is the number of model pairs that share
+  a confident error on an item, summed over items, against its expectation under a null that
+  keeps each model's errors (so every item's difficulty and each model's accuracy) and each
+  model's number of confident errors per domain, and moves the confident flags at random
+  among each model's own errors (:func:`metacog.miscalibration.cooccurrence`). The ratio is 1
+  under the null; its interval comes from a bootstrap over items stratified by domain, its
+  p-value from permutations within model x domain.
+
+Models at chance (:func:`metacog.adequacy.adequacy`) are left out before anything is computed
+and listed by :func:`table` in its notes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from metacog import miscalibration as mc
+from metacog.hypotheses.common import panel_columns, short_model
+from metacog.verdict import decide
+
+#: Fewer models above chance than this and co-occurrence across models is not analysed.
+MIN_MODELS = 10
+#: Fewer confident errors than this and the co-occurrence verdict is not decided.
+MIN_OCW = 30
+ALL = "all items"
+
+
+def with_options(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with ``n_options`` (each item's number of answer options) for MMLU-Pro rows, so
+    the adequacy gate's chance level is 1/k; other tables come back unchanged."""
+    if "n_options" in df.columns or "benchmark" not in df.columns:
+        return df
+    if not (df["benchmark"].astype(str) == "mmlu_pro").any():
+        return df
+    from metacog.benchmarks import load_items
+
+    k = {it.item_id: len(it.meta.get("options") or []) or np.nan for it in load_items("mmlu_pro")}
+    out = df.copy()
+    out["n_options"] = out["item_id"].astype(str).map(k)
+    if out["n_options"].isna().any():
+        return df
+    return out
+
+
+def panel_gate(panel) -> pd.DataFrame:
+    """:func:`metacog.adequacy.adequacy` of the panel's models on its own rows (chance 1/k
+    where the number of options is known)."""
+    from metacog.adequacy import adequacy
+
+    return adequacy(with_options(panel.table), probe=panel.probe)
+
+
+def _threshold(confidence: pd.DataFrame, threshold):
+    if threshold == "median":
+        return confidence.median(axis=0)
+    return float(threshold)
+
+
+def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, domains: pd.Series, *,
+            threshold=0.8, n_boot: int = 1000, n_perm: int = 199, seed: int = 0) -> pd.DataFrame:
+    """One row per domain and one for all items (``domain`` = "all items").
+
+    Columns: domain, items, models, answers (with a confidence), errors, ocw; ocw_share
+    (confident errors over answers) and ocw_of_errors (over errors), each with
+    ``_ci_low``/``_ci_high`` (two-way bootstrap); observed and expected pairs of models sharing
+    a confident error, ratio with ratio_ci_low/ratio_ci_high, null_mean (the permutations'
+    mean, a check on expected) and p_perm (one-sided). ``domains`` maps item ids to domains;
+    ``threshold`` is a number or "median" (each model's own median confidence).
+    """
+    thr = _threshold(confidence, threshold)
+    rated, wrong, ocw = mc.ocw_flags(confidence, correct, thr)
+    dom = domains.reindex(confidence.index).astype(str).to_numpy()
+    rows, pooled = [], []
+    for j, d in enumerate(sorted(set(dom))):
+        keep = dom == d
+        r, w, o = rated[keep], wrong[keep], ocw[keep]
+        s = seed + 7919 * j
+        share = mc.share_two_way(o, r, n_boot=n_boot, seed=s)
+        of_err = mc.share_two_way(o, w, n_boot=n_boot, seed=s + 1)
+        co = mc.cooccurrence(w, o, n_boot=n_boot, n_perm=n_perm, seed=s + 2)
+        pooled.append(co)
+        rows.append(_row(d, r, share, of_err, co))
+    if pooled:
+        total = {k: sum(c[k] for c in pooled) for k in (
+            "observed", "expected", "null_mean", "perm", "obs_boot", "exp_boot", "errors", "ocw",
+            "dispersion", "dispersion_expected", "disp_boot", "disp_exp_boot")}
+        total.update(items=int(rated.shape[0]), models=int(rated.shape[1]))
+        share = mc.share_two_way(ocw, rated, n_boot=n_boot, seed=seed + 3)
+        of_err = mc.share_two_way(ocw, wrong, n_boot=n_boot, seed=seed + 4)
+        rows.append(_row(ALL, rated, share, of_err, total))
+    return pd.DataFrame(rows)
+
+
+def _row(domain, rated, share, of_err, co) -> dict:
+    lo, hi = mc.ratio_interval(co["obs_boot"], co["exp_boot"])
+    perm = np.asarray(co["perm"])
+    dlo, dhi = mc.ratio_interval(co["disp_boot"], co["disp_exp_boot"])
+    return {"domain": domain, "items": int(rated.shape[0]), "models": int(rated.shape[1]),
+            "answers": int(rated.sum()), "errors": int(co["errors"]), "ocw": int(co["ocw"]),
+            "ocw_share": share[0], "ocw_share_ci_low": share[1], "ocw_share_ci_high": share[2],
+            "ocw_of_errors": of_err[0], "ocw_of_errors_ci_low": of_err[1],
+            "ocw_of_errors_ci_high": of_err[2], "observed": co["observed"], "expected": co["expected"],
+            "ratio": co["observed"] / co["expected"] if co["expected"] > 0 else np.nan,
+            "ratio_ci_low": lo, "ratio_ci_high": hi, "null_mean": co["null_mean"],
+            "dispersion": (co["dispersion"] / co["dispersion_expected"]
+                           if co["dispersion_expected"] > 0 else np.nan),
+            "dispersion_ci_low": dlo, "dispersion_ci_high": dhi,
+            "p_perm": float((1 + (perm >= co["observed"]).sum()) / (1 + perm.size))}
+
+
+def table(panelset, *, thresholds: dict | None = None, threshold=0.8, n_boot: int = 1000,
+          n_perm: int = 199, seed: int = 0, skip_probes=("c1", "c2")) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(results, notes): :func:`analyse` on the models above chance of every panel (not the
+    policy probes ``skip_probes``, which the policy audit covers), remembered on disk.
+
+    ``thresholds`` maps a panel's source to its threshold (else ``threshold``). ``notes`` has
+    one row per panel: panel, models, at_chance (their short names), analysed (bool), note.
+    """
+    from metacog.memo import memo
+
+    parts, notes = [], []
+    for p in panelset:
+        if p.probe in skip_probes:
+            continue
+        g = panel_gate(p)
+        signal = [m for m in g.loc[g["carries_signal"], "model"] if m in p.confidence_raw.columns]
+        at = [short_model(m) for m in g.loc[~g["carries_signal"], "model"]]
+        note = {"panel": p.name, "models": len(p.models), "at_chance": ", ".join(at) or "none",
+                "analysed": len(signal) >= MIN_MODELS, "note": ""}
+        if len(signal) < MIN_MODELS:
+            note["note"] = (f"{len(signal)} models answer above chance; co-occurrence across models "
+                            f"needs at least {MIN_MODELS}")
+            notes.append(note)
+            continue
+        first = p.table.drop_duplicates("item_id").set_index("item_id")
+        domains = (first["domain"].astype(object) if "domain" in first.columns
+                   else pd.Series(np.nan, index=first.index, dtype=object)).fillna(p.benchmark)
+        thr = (thresholds or {}).get(p.source, threshold)
+        res = memo(analyse, p.confidence_raw[signal], p.correct[signal], domains.astype(str),
+                   threshold=thr, n_boot=n_boot, n_perm=n_perm, seed=seed)
+        parts.append(res.assign(threshold=str(thr), **panel_columns(p)))
+        notes.append(note)
+    notes = pd.DataFrame(notes, columns=["panel", "models", "at_chance", "analysed", "note"])
+    if not parts:
+        return pd.DataFrame(), notes
+    out = pd.concat(parts, ignore_index=True)
+    first = ["panel", "source", "benchmark", "probe", "timing"]
+    return out[first + [c for c in out.columns if c not in first]], notes
+
+
+def verdicts(results: pd.DataFrame) -> list:
+    """Per panel, over all items: "confident errors fall on the same items across models beyond
+    what difficulty predicts" — the ratio of shared confident errors to its null expectation
+    lies above 1 (with at least :data:`MIN_MODELS` models and :data:`MIN_OCW` confident errors)."""
+    if results is None or results.empty:
+        return []
+    out = []
+    for r in results[results["domain"] == ALL].to_dict("records"):
+        out.append(decide(f"{r['panel']}: confident errors fall on the same items across models beyond "
+                          f"what difficulty predicts", "shared confident errors, observed / expected",
+                          r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"], line=1.0, direction="greater",
+                          n={"models": int(r["models"]), "items": int(r["items"]),
+                             "confident errors": int(r["ocw"])},
+                          min_counts={"models": MIN_MODELS, "confident errors": MIN_OCW}, digits=3))
+    return out
+
+
+def display_shares(results: pd.DataFrame) -> pd.DataFrame:
+    """Per panel and domain: answers, errors, confident errors, and the two OCW shares with
+    their intervals in words."""
+    from metacog.hypotheses.common import with_ci
+
+    t = results
+    out = pd.DataFrame({"panel": t["panel"], "domain": t["domain"], "models": t["models"],
+                        "items": t["items"], "answers": t["answers"], "confident errors": t["ocw"]})
+    out = out.assign(**with_ci(t, "ocw_share", "confident and wrong, of answers (95% CI)", digits=1, pct=True))
+    return out.assign(**with_ci(t, "ocw_of_errors", "confident, of errors (95% CI)", digits=1, pct=True))
+
+
+def display_cooccurrence(results: pd.DataFrame) -> pd.DataFrame:
+    """Per panel and domain: shared confident errors observed and expected, their ratio with
+    its interval, and the permutation p-value."""
+    from metacog.hypotheses.common import with_ci
+
+    t = results
+    out = pd.DataFrame({"panel": t["panel"], "domain": t["domain"], "confident errors": t["ocw"],
+                        "shared pairs observed": t["observed"].round().astype("int64"),
+                        "shared pairs expected": t["expected"].round().astype("int64")})
+    out = out.assign(**with_ci(t, "ratio", "observed / expected (95% CI)", digits=2))
+    out = out.assign(**with_ci(t, "dispersion", "item dispersion, observed / null (95% CI)", digits=2))
+    out["permutation p"] = t["p_perm"]
+    return out
+
+
+def by_domain(results: pd.DataFrame) -> pd.DataFrame:
+    """The per-domain rows of :func:`table` sorted by dispersion (an empty frame with the
+    plotting columns when nothing was analysed)."""
+    cols = ["panel", "domain", "dispersion", "dispersion_ci_low", "dispersion_ci_high"]
+    if results is None or results.empty:
+        return pd.DataFrame(columns=cols)
+    return results[results["domain"] != ALL].sort_values(["panel", "dispersion"])[cols]
+
+
+def reading(results: pd.DataFrame) -> str:
+    """What the co-occurrence results say, from the intervals over all items of each panel."""
+    if results is None or results.empty:
+        return ""
+    rows = results[results["domain"] == ALL]
+    clustered = [r.panel for r in rows.itertuples() if r.dispersion_ci_low > 1]
+    if not clustered:
+        return ("No panel shows confident errors clustering on items beyond their errors: the "
+                "dispersion intervals reach down to the null.")
+    return (f"In {len(clustered)} of {len(rows)} panels the item counts of confident errors are more "
+            f"dispersed than the null allows: the same items draw confident errors from many models "
+            f"at once, beyond their difficulty. In this population sense a confident error is a "
+            f"property of the item as much as of the model.")

@@ -1,0 +1,191 @@
+"""The miscalibration chapter's package functions, on planted data whose answers are known."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from metacog import miscalibration as mc
+from metacog import stability
+from metacog.hypotheses import miscalibration as hm
+from metacog.hypotheses import miscalibration_population as hpop
+from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+
+
+def policy_rows(model, n_items=120, accuracy=0.9, always_yes=False, seed=0, n_domains=6):
+    """C0/C1/C2 rows for one model. A knower is right with ``accuracy`` at confidence 0.9; under
+    C2 it abstains on the items it gets wrong. A guesser (``always_yes``) says Yes to everything."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n_items):
+        gold = "yes" if i % 2 else "no"
+        if always_yes:
+            c0 = "yes"
+        else:
+            c0 = gold if rng.random() < accuracy else ("no" if gold == "yes" else "yes")
+        right = c0 == gold
+        for probe, dec in (("c0", c0), ("c1", c0), ("c2", c0 if right or always_yes else "abstain")):
+            rows.append({"model": model, "item_id": f"q{i:03d}", "probe": probe, "domain": f"d{i % n_domains}",
+                         "benchmark": "toy", "decision": dec, "confidence": 0.9,
+                         "correct": np.nan if dec == "abstain" else float(dec == gold)})
+    return pd.DataFrame(rows)
+
+
+def test_gate_keeps_a_yes_sayer_out_and_a_knower_in():
+    df = pd.concat([policy_rows("knower"), policy_rows("yes-sayer", always_yes=True)])
+    g = hm.gate(df).set_index("model")
+    assert g.loc["knower", "carries_signal"] and not g.loc["knower", "at_chance"]
+    assert g.loc["yes-sayer", "at_chance"] and g.loc["yes-sayer", "said_yes"] == 120
+    assert g.loc["yes-sayer", "baseline_what"] == "always answering Yes"
+
+
+def test_self_critique_verdict_flips_with_the_gate():
+    knower = policy_rows("knower", seed=1)
+    g = hm.gate(knower)
+    gains = hm.loss_gains(knower, 0.8, g)
+    pooled = gains[(gains["model"] == "models above chance") & (gains["policy"] == "c2")].iloc[0]
+    # abstaining on a wrong answer at 0.9 lowers its loss from 0.81 to 0.25
+    wrong = (knower[(knower.probe == "c0")]["correct"] == 0).sum()
+    assert pooled["gain"] == pytest.approx(wrong * 0.56 / 120)
+    _, ranks = hm.domain_ranking(knower, 0.8, 1.0, g)
+    v = hm.policy_verdicts(gains, ranks, g, "toy")
+    assert v[0].status == SUPPORTED
+
+    guess = policy_rows("yes-sayer", always_yes=True)
+    g2 = hm.gate(guess)
+    v2 = hm.policy_verdicts(hm.loss_gains(guess, 0.8, g2), hm.domain_ranking(guess, 0.8, 1.0, g2)[1], g2, "toy")
+    assert [x.status for x in v2] == [INSUFFICIENT, INSUFFICIENT]
+    assert "none of the 1 models answers above both chance and always answering Yes" in v2[0].reason
+
+
+def test_summary_and_sentence_report_abstentions_and_the_abstain_line():
+    knower = policy_rows("knower", seed=2)
+    s = hm.policy_summary(knower, 0.8, hm.gate(knower)).set_index("policy")
+    wrong = int((knower[knower.probe == "c0"]["correct"] == 0).sum())
+    assert s.loc["c2", "abstained"] == wrong and s.loc["c0", "abstained"] == 0
+    assert s.loc["c0", "ocw_rate"] == pytest.approx(wrong / 120)
+    text = hm.audit_sentence(s.reset_index(), "toy")
+    assert "abstain on only" in text and "model-policy pairs" in text
+    assert hm.threshold_for("toy", {"toy": "median"}, 0.8) == "median"
+    assert hm.threshold_for("other", {"toy": 0.9}, 0.8) == 0.8
+    with pytest.raises(ValueError, match="must lie in"):
+        hm.threshold_for("toy", {"toy": 3}, 0.8)
+
+
+def test_a_source_without_policies_gets_a_sentence(tmp_path):
+    from metacog.synth import example_responses, write_responses
+
+    path = write_responses(example_responses(n_models=3, n_items=5), tmp_path / "plain.csv")
+    frames, lacking = hm.policy_frames([str(path)])
+    assert frames == {} and len(lacking) == 1 and "policy audit does not apply" in lacking[0]
+
+
+@pytest.mark.parametrize("ci, status", [((-0.05, 0.05), SUPPORTED), ((0.2, 0.4), NOT_SUPPORTED),
+                                        ((-0.05, 0.3), INSUFFICIENT)])
+def test_equivalence(ci, status):
+    v = hm.equivalent("x", "d", sum(ci) / 2, *ci, margin=0.1, n={"items": 20}, min_counts={"items": 5})
+    assert v.status == status
+
+
+def _study(ocw_shift=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for k in range(16):
+        group = "OCW" if k % 2 else "CC"
+        base = rng.uniform(0.9, 1.1, size=6)
+        for layer in range(6):
+            d = base[layer] * (1 + (ocw_shift if group == "OCW" else 0.0))
+            for cond, f in (("plain", 1.0), ("self_critique", 0.8), ("length_control", 0.9)):
+                rows.append({"condition": cond, "prompt_id": f"i{k}", "layer": layer, "group": group,
+                             "displacement": d * f})
+    groups = pd.DataFrame({"item_id": [f"i{k}" for k in range(16)]})
+    return stability.Study(groups=groups, probe=pd.DataFrame(rows), sweep=pd.DataFrame())
+
+
+def _gate(at_chance):
+    return pd.DataFrame({"model": ["local/m"], "accuracy": [0.5 if at_chance else 0.9], "ci_low": [0.4],
+                         "ci_high": [0.6], "at_chance": [at_chance], "carries_signal": [not at_chance]})
+
+
+def test_hidden_verdicts_respect_the_gate_and_the_planted_effects():
+    table = hm.hidden_table({"m": _study()}, n_boot=300)
+    sc = table.set_index("contrast").loc["self_critique - length_control"]
+    assert sc["estimate"] == pytest.approx(0.8 / 0.9 - 1) and sc["ci_high"] < 0 and sc["items"] == 16
+    assert hm.damping(table, "m") == "self-critique damps the perturbation by more than its length alone"
+    stable, damps = hm.hidden_verdicts(table, _gate(False))
+    assert stable.status == SUPPORTED and damps.status == SUPPORTED
+    assert stable.n == {"CC items": 8, "OCW items": 8}
+    at_chance = hm.hidden_verdicts(table, _gate(True))[0]
+    assert at_chance.status == INSUFFICIENT and "null by construction" in at_chance.reason
+    fragile = hm.hidden_verdicts(hm.hidden_table({"m": _study(ocw_shift=0.5)}, n_boot=300), _gate(False))[0]
+    assert fragile.status == NOT_SUPPORTED
+
+
+def population(n_items=400, n_models=20, item_specific=False, seed=0):
+    """Items x models confidence and correctness. Errors follow item difficulty; confidence on an
+    error is random, or (``item_specific``) high on a fixed half of the items for every model."""
+    rng = np.random.default_rng(seed)
+    difficulty = rng.uniform(0.1, 0.7, n_items)
+    wrong = rng.random((n_items, n_models)) < difficulty[:, None]
+    lure = rng.random(n_items) < 0.5
+    p_conf = np.where(lure[:, None], 0.9, 0.2) if item_specific else np.full((n_items, 1), 0.55)
+    conf = np.where(rng.random((n_items, n_models)) < p_conf, 0.95, 0.5)
+    idx = [f"i{i}" for i in range(n_items)]
+    cols = [f"m{j}" for j in range(n_models)]
+    return (pd.DataFrame(conf, idx, cols), pd.DataFrame((~wrong).astype(float), idx, cols),
+            pd.Series(np.where(np.arange(n_items) % 2, "a", "b"), index=idx))
+
+
+def test_expected_pairs_matches_the_permutation_mean():
+    conf, correct, _ = population(seed=3)
+    _, w, o = mc.ocw_flags(conf, correct, 0.8)
+    exp = mc.expected_pairs(w, o).sum()
+    perm = mc.permuted_pairs(w, o, n_perm=300, seed=1)
+    assert perm.mean() == pytest.approx(exp, rel=0.01)
+    k = mc.share_two_way(o, w, n_boot=200)
+    assert k[0] == pytest.approx(o.sum() / w.sum()) and k[1] < k[0] < k[2]
+
+
+def test_cooccurrence_verdict_flips_with_item_specific_confidence():
+    for planted, status in ((False, INSUFFICIENT), (True, SUPPORTED)):
+        conf, correct, dom = population(item_specific=planted, seed=4)
+        res = hpop.analyse(conf, correct, dom, threshold=0.8, n_boot=300, n_perm=49)
+        res = res.assign(panel="toy")
+        (v,) = hpop.verdicts(res)
+        overall = res[res["domain"] == hpop.ALL].iloc[0]
+        if planted:
+            assert v.status == SUPPORTED and overall["dispersion_ci_low"] > 1.5
+            assert overall["p_perm"] == pytest.approx(1 / 50)
+        else:
+            assert overall["ratio_ci_low"] <= 1 <= overall["ratio_ci_high"]
+            assert v.status in (INSUFFICIENT, NOT_SUPPORTED) and v.status == status
+
+
+def test_too_few_models_is_insufficient():
+    conf, correct, dom = population(n_models=5, item_specific=True, seed=5)
+    res = hpop.analyse(conf, correct, dom, n_boot=100, n_perm=9).assign(panel="toy")
+    (v,) = hpop.verdicts(res)
+    assert v.status == INSUFFICIENT and "at least 10" in v.reason
+
+
+def test_verdict_paragraph_names_each_claim_once():
+    v = hm.hidden_verdicts(hm.hidden_table({"m": _study()}, n_boot=100), _gate(True))
+    text = hm.verdict_paragraph(v)
+    assert text.count("“Confident errors are as stable as confident hits”") == 1
+    assert "insufficient evidence for m" in text and "null by construction" in text
+
+
+def test_chapter_runs_on_a_small_synthetic_source(tmp_path):
+    from metacog import chapter
+    from metacog.synth import example_responses, write_responses
+
+    pol = pd.concat([policy_rows("knower", n_items=60), policy_rows("yes-sayer", n_items=60, always_yes=True)])
+    pol_path = tmp_path / "policies.csv"
+    pol.to_csv(pol_path, index=False)
+    pop_path = write_responses(example_responses(n_models=12, benchmarks=("algebra", "law"), n_items=40, seed=2),
+                               tmp_path / "population.csv")
+    nb = chapter.run("miscalibration", [str(pol_path), str(pop_path)], tmp_path / "out", html=False,
+                     parameters={"probe_models": [], "n_boot": 50, "n_perm": 9})
+    text = nb.read_text()
+    assert "policy audit does not apply" in text  # the population file has no C0/C1/C2
+    assert "at chance" in text  # the yes-sayer is marked
+    assert "Traceback" not in text
