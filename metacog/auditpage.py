@@ -239,3 +239,13 @@ def verdict_paragraph(verdicts: list[Verdict]) -> str:
     return (f"The first-token P(Yes) tells true from false items for {fmt_list(know)}; stated "
             f"confidence tracks correctness for {fmt_list(track)}; overconfidence is established for "
             f"{fmt_list(over)}.")
+
+
+def knowledge_by_policy(scores: pd.DataFrame):
+    """The P(Yes) rows of the knowledge task across sources and policies, for a page."""
+    if scores.empty:
+        return pretty(pd.DataFrame({"note": ["no source has audit answers"]}))
+    k = scores[(scores["task"] == "knowledge") & (scores["score"] == "p_yes")]
+    return pretty(pd.DataFrame({"source": k["source"], "policy": k["policy"], "model": k["model"].map(short_model),
+                                "AUROC of P(Yes) for the gold label (95% CI)":
+                                    [auroc_cell(r) for r in k.to_dict("records")]}))

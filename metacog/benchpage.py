@@ -171,8 +171,7 @@ def display_verdicts(verdicts: list[Verdict]):
     none), n, verdict and why. An estimate resting on too few cases is not shown as a number."""
     rows = []
     for v in verdicts:
-        shown = ("not shown: too few cases" if v.basis == "counts" and "positive" in v.reason or
-                 v.basis == "counts" and "negative" in v.reason else v.interval())
+        shown = "not shown (see why)" if v.basis in ("counts", "missing") else v.interval()
         rows.append({"claim": v.claim, "statistic": v.statistic, "estimate (95% CI)": shown,
                      "n": fmt_n(v.n), "verdict": v.status, "why": v.reason})
     return pretty(pd.DataFrame(rows, columns=["claim", "statistic", "estimate (95% CI)", "n", "verdict", "why"]))

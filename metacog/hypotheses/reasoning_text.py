@@ -1,0 +1,281 @@
+"""The reasoning-text chapter: does a probe on the confidence reasoning beat the model's own yes/no?
+
+For each ``"source:probe"`` with reasoning text this module keeps the models that follow the
+output format and whose answers carry signal (the same gate as the benchmark pages), fits the
+cross-validated text probe of :mod:`metacog.textprobe` on their pooled texts, and compares its
+AUROC with the model's own judgment (the verbal Yes/No, and the first-token P(Yes) where the
+source has it): each AUROC with DeLong's interval and its counts, the difference with a paired
+item bootstrap. :func:`verdicts` decides the claim per source; :func:`sampling_baseline`
+compares the probe with ``k`` repeated yes/no samples.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from metacog import textprobe
+from metacog.hypotheses.common import short_model
+from metacog.report import fmt_ci, fmt_list, pretty
+from metacog.stats.intervals import auroc_ci
+from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, Verdict, decide
+
+#: Fewer correct (or wrong) texts than this and no claim is made.
+MIN_CLASS = 10
+#: The model's own scores, as the page names them.
+JUDGMENTS = {"confidence": "own Yes/No", "p_yes": "own first-token P(Yes)"}
+
+
+def split_source(source: str) -> tuple[str, str | None]:
+    """'squad:prospective' -> ('squad', 'prospective'); a name or path without ':' -> (it, None)."""
+    base, sep, probe = str(source).rpartition(":")
+    return (base, probe) if sep and "/" not in probe else (str(source), None)
+
+
+def gate_models(full: pd.DataFrame, probe: str, *, min_conformance: float = 0.8) -> tuple[list, pd.DataFrame]:
+    """The models of ``full`` that follow the format (:func:`metacog.tables.conforming_models`)
+    and whose answers scored against ``probe`` carry signal (:func:`metacog.adequacy.adequacy`).
+    Returns (kept models, the adequacy table with a ``conforms`` column)."""
+    from metacog import tables
+    from metacog.adequacy import adequacy
+
+    conforming = (set(tables.conforming_models(full, min_rate=min_conformance))
+                  if "parse_status" in full else set(full["model"]))
+    gate = adequacy(full, probe=probe)
+    gate["conforms"] = gate["model"].isin(conforming)
+    kept = gate.loc[gate["carries_signal"] & gate["conforms"], "model"].tolist()
+    return kept, gate
+
+
+def rows_for(source: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str]:
+    """(the whole source, its ``probe`` rows with reasoning text, why not) for one source.
+    The first two are None, and the sentence says why, when the source has no reasoning text."""
+    from metacog.data import load_responses
+
+    base, probe = split_source(source)
+    full = load_responses(base)
+    if probe is None:
+        probes = sorted(map(str, full["probe"].dropna().unique()))
+        if len(probes) != 1:
+            return None, None, f"{source} names no probe; write it as '{base}:<probe>' (its probes: {', '.join(probes)})"
+        probe = probes[0]
+    if "reasoning_text" not in full or full.loc[full["probe"] == probe, "reasoning_text"].isna().all():
+        return None, None, f"{source} has no reasoning text, so there is nothing for the probe to read"
+    rows = full[(full["probe"] == probe)].dropna(subset=["reasoning_text", "correct"])
+    return full, rows[rows["reasoning_text"].astype(str).str.strip() != ""], ""
+
+
+def compare(rows: pd.DataFrame, *, text: str = "reasoning_text", cv: int = 5, C: float = 1.0,
+            seed: int = 0, n_boot: int = 1000) -> pd.DataFrame:
+    """The text probe against the model's own judgments on the same rows (pooled over models).
+
+    One row per score ('text_probe', then 'confidence' and 'p_yes' where present): auroc with
+    DeLong's ci_low/ci_high, n_pos, n_neg, and diff (text probe minus this score) with its
+    paired-bootstrap diff_ci_low/diff_ci_high; and the probe's coefficients (a Series), as a
+    pair. Raises ValueError when a class is too small to cross-validate."""
+    cols = [c for c in JUDGMENTS if c in rows and rows[c].notna().any()]
+    rows = rows.dropna(subset=[text, "correct", *cols])
+    probe = textprobe.ReasoningTextProbe(C=C, cv=cv, seed=seed).fit(rows[text].astype(str).tolist(),
+                                                                   rows["correct"].to_numpy())
+    scores = {"text_probe": probe.oof_proba_, **{c: rows[c].to_numpy(dtype=float) for c in cols}}
+    out = []
+    for name, s in scores.items():
+        r = auroc_ci(probe.y_, s, min_class=MIN_CLASS)
+        row = {"score": name, "texts": len(rows), "n_pos": r.n_pos, "n_neg": r.n_neg, "auroc": r.estimate,
+               "ci_low": r.ci_low, "ci_high": r.ci_high, "diff": np.nan, "diff_ci_low": np.nan,
+               "diff_ci_high": np.nan}
+        if name != "text_probe":
+            b = textprobe.compare_auroc(probe.y_, {"text_probe": probe.oof_proba_, name: s},
+                                        n_boot=n_boot, seed=seed, reference=name).set_index("score")
+            row.update(diff=b.at["text_probe", "diff_vs_ref"], diff_ci_low=b.at["text_probe", "diff_ci_low"],
+                       diff_ci_high=b.at["text_probe", "diff_ci_high"])
+        out.append(row)
+    return pd.DataFrame(out), probe.coef_
+
+
+def analyse(sources, *, answer: bool = False, min_conformance: float = 0.8, cv: int = 5, C: float = 1.0,
+            seed: int = 0, n_boot: int = 1000, gate: bool = True) -> dict:
+    """:func:`compare` for every source on its gated models. With ``answer`` the text is the
+    attempt without the context ('raw_text' of 'answer_no_context') and the judgments are the
+    same model's prospective ones. Returns {'table': stacked comparison with a ``source``
+    column, 'models': {source: (kept, all)}, 'skipped': {source: why}, 'coef': {source: Series},
+    'rows': {source: the pooled rows}}. ``gate=False`` pools every model (for comparison only)."""
+    res = {"table": [], "models": {}, "skipped": {}, "coef": {}, "rows": {}}
+    for src in sources:
+        full, rows, why = rows_for(src) if not answer else (None, None, "")
+        if answer:
+            from metacog.data import load_responses
+
+            base, probe = split_source(src)
+            full = load_responses(base)
+            att = full[full["probe"] == (probe or "answer_no_context")][["model", "item_id", "raw_text", "correct"]]
+            jud = full[full["probe"] == "prospective"][["model", "item_id", *[c for c in JUDGMENTS if c in full]]]
+            rows = att.merge(jud, on=["model", "item_id"]).dropna(subset=["raw_text", "correct"])
+            why = "" if len(rows) else f"{src} has no attempts joined to prospective judgments"
+        if full is None or not len(rows):
+            res["skipped"][src] = why
+            continue
+        probe = "answer_no_context" if answer else rows["probe"].iloc[0]
+        kept = (gate_models(full, probe, min_conformance=min_conformance)[0] if gate
+                else sorted(rows["model"].unique()))
+        res["models"][src] = (kept, sorted(rows["model"].unique()))
+        use = rows[rows["model"].isin(kept)]
+        if not kept:
+            res["skipped"][src] = "no model follows the format and answers above chance"
+            continue
+        try:
+            t, coef = compare(use, text="raw_text" if answer else "reasoning_text", cv=cv, C=C, seed=seed, n_boot=n_boot)
+        except ValueError as err:
+            res["skipped"][src] = f"too few correct or wrong texts to cross-validate ({err})"
+            continue
+        res["coef"][src] = coef
+        res["rows"][src] = use
+        res["table"].append(t.assign(source=src, models=", ".join(short_model(m) for m in kept)))
+    res["table"] = pd.concat(res["table"], ignore_index=True) if res["table"] else pd.DataFrame()
+    return res
+
+
+def _cell(r: dict) -> str:
+    if r["n_pos"] < MIN_CLASS or r["n_neg"] < MIN_CLASS:
+        few = r["n_pos"] if r["n_pos"] < r["n_neg"] else r["n_neg"]
+        kind = "correct" if r["n_pos"] < r["n_neg"] else "wrong"
+        return f"insufficient evidence (only {few} {kind} texts)"
+    return fmt_ci(r["auroc"], r["ci_low"], r["ci_high"])
+
+
+def display(table: pd.DataFrame):
+    """The comparison for a page: one row per source, the probe and each judgment side by side,
+    and the probe's lead over the own Yes/No with its bootstrap interval."""
+    if table.empty:
+        return pretty(pd.DataFrame({"note": ["no source could be fitted"]}))
+    out = []
+    for src, g in table.groupby("source", sort=False):
+        by = {r["score"]: r for r in g.to_dict("records")}
+        tp = by["text_probe"]
+        row = {"source": src, "models pooled": tp["models"], "texts": tp["texts"], "correct": tp["n_pos"],
+               "AUROC, text probe (95% CI)": _cell(tp)}
+        for c, label in JUDGMENTS.items():
+            if c in by:
+                row[f"AUROC, {label} (95% CI)"] = _cell(by[c])
+        if "confidence" in by:
+            r = by["confidence"]
+            row["probe minus own Yes/No (95% CI)"] = (
+                fmt_ci(r["diff"], r["diff_ci_low"], r["diff_ci_high"])
+                if min(r["n_pos"], r["n_neg"]) >= MIN_CLASS else "insufficient evidence")
+        out.append(row)
+    return pretty(pd.DataFrame(out))
+
+
+def verdicts(table: pd.DataFrame, skipped: dict | None = None) -> list[Verdict]:
+    """Per source: the text probe's AUROC exceeds the model's own Yes/No (difference > 0 on its
+    bootstrap interval, at least :data:`MIN_CLASS` correct and wrong texts). A skipped source
+    gets "insufficient evidence" with its reason."""
+    out = []
+    for src, g in (table.groupby("source", sort=False) if len(table) else []):
+        r = g.set_index("score")
+        ref = "confidence" if "confidence" in r.index else next((s for s in r.index if s != "text_probe"), None)
+        if ref is None:
+            continue
+        x = r.loc[ref]
+        out.append(decide(f"{src}: the text probe beats the model's {JUDGMENTS[ref]}",
+                          "AUROC difference", x["diff"], x["diff_ci_low"], x["diff_ci_high"], line=0.0,
+                          n={"correct texts": int(x["n_pos"]), "wrong texts": int(x["n_neg"])},
+                          min_counts={"correct texts": MIN_CLASS, "wrong texts": MIN_CLASS}, digits=2))
+    for src, why in (skipped or {}).items():
+        out.append(Verdict(f"{src}: the text probe beats the model's own Yes/No", "AUROC difference",
+                           np.nan, np.nan, np.nan, {}, INSUFFICIENT, why, 0.0, digits=2, basis="missing"))
+    return out
+
+
+def _source(v: Verdict) -> str:
+    return v.claim.rsplit(": the text probe", 1)[0]
+
+
+def verdict_paragraph(vs: list[Verdict], table: pd.DataFrame | None = None) -> str:
+    """Where the claim holds, fails, or cannot be told, in one paragraph."""
+    if not vs:
+        return "No source was given."
+    who = {s: [_source(v) for v in vs if v.status == s] for s in (SUPPORTED, NOT_SUPPORTED, INSUFFICIENT)}
+    n = len(vs)
+    s = f"The text probe beats the model's own judgment on {fmt_list(who[SUPPORTED], n, noun='sources')}"
+    if who[NOT_SUPPORTED]:
+        s += f"; the own judgment is better on {fmt_list(who[NOT_SUPPORTED])}"
+    if who[INSUFFICIENT]:
+        s += f"; the evidence is insufficient on {fmt_list(who[INSUFFICIENT])}"
+    s += "."
+    if table is not None and len(table) and who[SUPPORTED]:
+        tp = table[(table["score"] == "text_probe") & table["source"].isin(who[SUPPORTED])]
+        weak = [f"{r['source']} ({_cell(r)})" for r in tp.to_dict("records") if not r["ci_low"] > 0.5]
+        if weak:
+            s += (f" Where it wins, the probe itself is not shown to beat chance on {fmt_list(weak)}: "
+                  f"it wins against a judgment that ranks no better, or worse, than a coin.")
+    return s
+
+
+def sampling_baseline(sampled: pd.DataFrame, outcomes: pd.DataFrame, kept: list, *, cv: int = 5,
+                      C: float = 1.0, seed: int = 0) -> tuple[pd.DataFrame, dict, str]:
+    """The mean of ``k`` sampled yes/no judgments against the text probe on one sampled call,
+    on the ``kept`` models. Returns (the k-curve of :func:`metacog.textprobe.sample_mean_auroc`,
+    the probe's AUROC row with DeLong's interval, a sentence saying what the comparison shows)."""
+    s = sampled[sampled["model"].isin(kept)]
+    J, y = textprobe.sample_matrix(s, outcomes, "prospective")
+    curve = textprobe.sample_mean_auroc(J.to_numpy(), y.to_numpy(), seed=seed)
+    first = (s[(s["probe"] == "prospective") & (s["sample"] == 0)].drop(columns=["correct"])
+             .merge(y.rename("correct").reset_index(), on=["model", "item_id"]))
+    first = first.dropna(subset=["reasoning_text"])
+    probe = textprobe.ReasoningTextProbe(C=C, cv=cv, seed=seed).fit(first["reasoning_text"].astype(str).tolist(),
+                                                                   first["correct"].to_numpy())
+    r = auroc_ci(probe.y_, probe.oof_proba_, min_class=MIN_CLASS)
+    row = {"auroc": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high, "n_pos": r.n_pos, "n_neg": r.n_neg,
+           "pairs": len(J), "models": fmt_list([short_model(m) for m in kept])}
+    shown = _cell(row)
+    if not r.sufficient:
+        say = f"the text probe on one call reaches {shown}, too few to compare with sampling"
+    elif r.ci_low <= 0.5:
+        say = (f"the text probe on one call reaches {shown}, an interval that includes chance: it is not "
+               f"shown to read anything from the text, so asking how many samples match it is moot")
+    else:
+        match = curve[curve["auroc"] >= r.estimate]
+        say = (f"the text probe on one call reaches {shown}; "
+               + (f"{int(match['k'].iloc[0])} yes/no samples already match it" if len(match)
+                  else f"even {int(curve['k'].max())} yes/no samples do not reach it"))
+    if curve["auroc"].iloc[-1] < min(0.5, curve["auroc"].iloc[0]):
+        say += ("; the sampled judgments rank below chance and fall further as k grows, so averaging "
+                "sharpens a signal that points the wrong way")
+    return curve, row, say
+
+
+def pooled_table(result: dict):
+    """Which models each source pools, for a page."""
+    rows = [{"source": s, "models with texts": len(all_),
+             "pooled": fmt_list([short_model(m) for m in kept]) if kept else "none"}
+            for s, (kept, all_) in result["models"].items()]
+    return pretty(pd.DataFrame(rows or [{"source": "none", "models with texts": 0, "pooled": "none"}]))
+
+
+def ablation(rows: pd.DataFrame, drop, *, cv: int = 5, C: float = 1.0, seed: int = 0) -> pd.DataFrame:
+    """Out-of-fold AUROC of the text probe with all features and without ``drop`` (feature
+    names), on the same rows and folds; one row each with DeLong's interval."""
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+
+    unknown = sorted(set(drop) - set(textprobe.FEATURES))
+    if unknown:
+        raise ValueError(f"ablation: {unknown} are not features; they are {textprobe.FEATURES}.")
+    X = textprobe.features(rows["reasoning_text"].astype(str).tolist())
+    y = rows["correct"].to_numpy(dtype=float)
+    folds = StratifiedKFold(n_splits=int(cv), shuffle=True, random_state=seed)
+    out = []
+    for label, cols in (("all features", list(textprobe.FEATURES)),
+                        ("without " + fmt_list(list(drop)), [f for f in textprobe.FEATURES if f not in drop])):
+        pipe = textprobe.ReasoningTextProbe(C=C, cv=cv, seed=seed)._pipeline()
+        p = cross_val_predict(pipe, X[cols].to_numpy(), y, cv=folds, method="predict_proba")[:, 1]
+        r = auroc_ci(y, p, min_class=MIN_CLASS)
+        out.append({"features": label, "texts": len(y), "n_pos": r.n_pos, "n_neg": r.n_neg, "auroc": r.estimate,
+                    "ci_low": r.ci_low, "ci_high": r.ci_high})
+    return pd.DataFrame(out)
+
+
+def display_ablation(table: pd.DataFrame):
+    """:func:`ablation` for a page: the AUROC with its interval, or why there is none."""
+    return pretty(pd.DataFrame({"features": table["features"], "texts": table["texts"],
+                                "AUROC (95% CI)": [_cell(r) for r in table.to_dict("records")]}))

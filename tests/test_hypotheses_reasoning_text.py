@@ -1,0 +1,85 @@
+"""metacog.hypotheses.reasoning_text on planted texts, and the chapters executing on a small synthetic source."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from metacog import chapter
+from metacog.hypotheses import reasoning_text as hrt
+from metacog.synth import example_responses, write_responses
+from metacog.verdict import INSUFFICIENT, SUPPORTED
+
+SURE = "I recall this clearly, it is a well-known fact and I am confident."
+UNSURE = "I am not sure, this seems obscure and I might not know it; perhaps, maybe."
+
+
+def _rows(n=120, planted=True, seed=0):
+    rng = np.random.default_rng(seed)
+    correct = (rng.random(n) < 0.5).astype(float)
+    texts = [(SURE if (c == 1) == planted or rng.random() < 0.1 else UNSURE) + f" Item {i}."
+             for i, c in enumerate(correct)]
+    if not planted:
+        texts = [(SURE if rng.random() < 0.5 else UNSURE) + f" Item {i}." for i in range(n)]
+    judge = (rng.random(n) < 0.5).astype(float)  # the model's own Yes/No says nothing
+    return pd.DataFrame({"model": np.where(np.arange(n) % 2, "m/a", "m/b"), "item_id": [f"x{i}" for i in range(n)],
+                         "probe": "prospective", "reasoning_text": texts, "correct": correct,
+                         "confidence": judge, "p_yes": judge * 0.5 + 0.25 + rng.normal(0, 0.01, n)})
+
+
+def _verdict(rows):
+    t, _ = hrt.compare(rows, n_boot=200)
+    return hrt.verdicts(t.assign(source="planted", models="a, b"))[0], t
+
+
+def test_the_verdict_flips_with_the_planted_text_signal():
+    v, t = _verdict(_rows(planted=True))
+    assert v.status == SUPPORTED
+    probe = t.set_index("score").loc["text_probe"]
+    assert probe["auroc"] > 0.8 and probe["ci_low"] > 0.5
+    v0, _ = _verdict(_rows(planted=False))
+    assert v0.status != SUPPORTED
+
+
+def test_too_few_correct_texts_is_insufficient_and_shows_no_number():
+    rows = _rows(n=120)
+    keep = (rows["correct"] == 0) | (rows.index.isin(rows.index[rows["correct"] == 1][:6]))
+    v, t = _verdict(rows[keep])
+    assert v.status == INSUFFICIENT and "only 6 correct texts" in v.reason
+    shown = hrt.display(t.assign(source="planted", models="a, b"))
+    assert shown["AUROC, text probe (95% CI)"].iloc[0] == "insufficient evidence (only 6 correct texts)"
+    assert shown["probe minus own Yes/No (95% CI)"].iloc[0] == "insufficient evidence"
+
+
+def test_split_source_and_skipped_sources():
+    assert hrt.split_source("squad:prospective") == ("squad", "prospective")
+    assert hrt.split_source("squad") == ("squad", None)
+    vs = hrt.verdicts(pd.DataFrame(), {"x:y": "x:y has no reasoning text"})
+    assert vs[0].status == INSUFFICIENT and "no reasoning text" in vs[0].reason
+    assert "insufficient on x:y" in hrt.verdict_paragraph(vs)
+
+
+def test_ablation_reports_both_feature_sets():
+    t = hrt.ablation(_rows(n=80), ["n_chars", "n_words"], cv=3)
+    assert list(t["features"]) == ["all features", "without n_chars and n_words"]
+    assert t["auroc"].iloc[0] > 0.8
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    path = tmp_path_factory.mktemp("rt") / "panel.csv"
+    write_responses(example_responses(n_models=3, n_items=12, seed=2), path)
+    return path
+
+
+def test_reasoning_text_chapter_runs_on_a_source_without_reasoning_text(synthetic, tmp_path):
+    nb = chapter.run("reasoning_text", [str(synthetic)], tmp_path,
+                     parameters={"sampled_run": "", "answer_sources": [], "n_boot": 20}, html=False)
+    text = nb.read_text()
+    assert "has no reasoning text" in text or "names no probe" in text
+    assert "Traceback" not in text
+
+
+def test_audit_chapter_runs_on_a_source_without_policies(synthetic, tmp_path):
+    nb = chapter.run("audit", [str(synthetic)], tmp_path, parameters={"n_examples": 2}, html=False)
+    text = nb.read_text()
+    assert "no answers under the audit policies" in text and "Traceback" not in text
