@@ -159,15 +159,15 @@ def decide(claim: str, statistic: str, estimate: float, ci_low: float, ci_high: 
                        float("nan") if ci_high is None else float(ci_high), n, status, reason,
                        float(line), direction, level, margin, detectable, digits, basis)
 
+    short = _check_counts(n, min_counts or {})
+    if short:
+        return make(INSUFFICIENT, "; ".join(short), "counts")
     missing = [w for w, v in (("the estimate", estimate), ("the interval's lower end", ci_low),
                               ("the interval's upper end", ci_high)) if _nan(v)]
     if missing:
         what = (" and ".join(missing[:-1]) + " and " + missing[-1]) if len(missing) > 1 else missing[0]
         return make(INSUFFICIENT, f"{what} {'are' if len(missing) > 1 else 'is'} missing, "
                                   f"so nothing can be concluded", "missing")
-    short = _check_counts(n, min_counts or {})
-    if short:
-        return make(INSUFFICIENT, "; ".join(short), "counts")
 
     iv = f"the {lvl} interval ({fmt_range(ci_low, ci_high, digits=digits, sep=' to ')})"
     above, below = ci_low > line, ci_high < line

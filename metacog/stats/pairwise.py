@@ -112,12 +112,40 @@ def _hyper_p(n11, n, a, b, alternative):
     return np.minimum(p, 1.0)
 
 
+#: Above this many possible values of the stratified sum, :func:`_stratified_p` uses the normal
+#: approximation with continuity correction instead of the exact convolution (the sum of many
+#: independent hypergeometrics is then very nearly normal, and the exact route costs seconds
+#: per pair on thousands of items).
+EXACT_MAX_SUPPORT = 1500
+
+
+def _stratified_p_normal(T, ns, as_, bs, alternative):
+    """Normal approximation (continuity-corrected) to :func:`_stratified_p`."""
+    from scipy.stats import norm
+
+    n, a, b = (v.astype(float) for v in (ns, as_, bs))
+    mu = float(np.sum(a * b / n))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = float(np.sum(np.where(n > 1, a * b * (n - a) * (n - b) / (n * n * (n - 1)), 0.0)))
+    if var <= 0:
+        return 1.0
+    sd = np.sqrt(var)
+    if alternative == "greater":
+        return float(norm.sf((T - 0.5 - mu) / sd))
+    if alternative == "less":
+        return float(norm.cdf((T + 0.5 - mu) / sd))
+    return float(min(1.0, 2 * norm.sf((abs(T - mu) - 0.5) / sd)))
+
+
 def _stratified_p(T, ns, as_, bs, alternative, lf=None):
     """Exact p-value of T = sum_s N11_s with independent hypergeometric strata (one pair).
 
     ``lf`` is a table of log-factorials (log k! for k = 0..n) to avoid recomputing them.
     """
     ns, as_, bs = (np.asarray(v).astype(np.int64) for v in (ns, as_, bs))
+    width = int(np.sum(np.minimum(as_, bs) - np.maximum(0, as_ + bs - ns)))
+    if width > EXACT_MAX_SUPPORT:
+        return _stratified_p_normal(T, ns, as_, bs, alternative)
     if lf is None:
         lf = gammaln(np.arange(int(ns.max()) + 2, dtype=float) + 1)
     lo = np.maximum(0, as_ + bs - ns)
@@ -268,7 +296,10 @@ def pairwise_calibration(confidence, correct, drop_unanimous: bool | str = False
     out["q"] = bh_fdr(out.p.to_numpy())
     out["significant"] = out.q < alpha
     if control:
-        ctl = _difficulty_control(A, B, n_strata, alternative)
+        if not np.isnan(B).any() and n_strata is None and A.shape[1] >= 3:
+            ctl = _difficulty_control_complete(A, B, alternative)
+        else:
+            ctl = _difficulty_control(A, B, n_strata, alternative)
         tn = np.where(defined, (n * ctl["E"] - a * b) / np.where(defined, den, 1.0), np.nan)
         out["strata"] = ctl["strata"].ravel()
         out["tau_null_difficulty"] = tn.ravel()
@@ -321,6 +352,62 @@ def _difficulty_control(A, B, n_strata, alternative):
                      minlength=size).reshape(m * m, ncode)
     ab = np.bincount(key, weights=(A1[:, :, None] * B1[:, None, :])[shared],
                      minlength=size).reshape(m * m, ncode)
+    return _stratified_tests(cnt, aa, bb, ab, N, m, alternative)
+
+
+def _difficulty_control_complete(A, B, alternative):
+    """:func:`_difficulty_control` for complete correctness (confidence may have gaps) and exact
+    strata, without the items x models x models arrays.
+
+    With no missing correctness, the leave-two-out difficulty of item i for pair (j, k) is
+    (S_i - b_ij - b_ik) / (m - 2) (for a self pair, (S_i - b_ij) / (m - 1)), so the stratum is
+    the integer s = S_i - b_ij - b_ik. Items are grouped by their total S_i = g; within a group
+    the four (b_ij, b_ik) combinations fall in strata g, g - 1 and g - 2, and every per-stratum
+    count is a matrix product over the group's rows.
+    """
+    N, m = A.shape
+    S = B.sum(axis=1).astype(int)
+    Oa = (~np.isnan(A)).astype(float)  # a judge counts only the items it judged
+    A = np.nan_to_num(A)
+    ncode = m + 1
+    cnt = np.zeros((m, m, ncode))
+    aa = np.zeros((m, m, ncode))
+    bb = np.zeros((m, m, ncode))
+    ab = np.zeros((m, m, ncode))
+    dcnt, daa, dbb, dab = (np.zeros((m, ncode)) for _ in range(4))  # self pairs
+    for g in np.unique(S):
+        rows = S == g
+        Bg, Ag, Og = B[rows], A[rows], Oa[rows]
+        if g >= 1:  # on the diagonal b_ik = b_ij: the correct items sit in stratum g - 1
+            dbb[:, g - 1] += (Bg * Og).sum(axis=0)
+            dab[:, g - 1] += (Ag * Bg).sum(axis=0)
+        for u in (0, 1):
+            Bv_all = Bg if u else 1.0 - Bg
+            Bu = Bv_all * Og
+            ABu = Ag * Bv_all
+            dcnt[:, g - u] += Bu.sum(axis=0)
+            daa[:, g - u] += ABu.sum(axis=0)
+            for v in (0, 1):
+                if g - u - v < 0:
+                    continue
+                Bv = Bg if v else 1.0 - Bg
+                c = Bu.T @ Bv
+                a = ABu.T @ Bv
+                cnt[:, :, g - u - v] += c
+                aa[:, :, g - u - v] += a
+                if v:
+                    bb[:, :, g - u - v] += c
+                    ab[:, :, g - u - v] += a
+    idx = np.arange(m)
+    for arr, diag in ((cnt, dcnt), (aa, daa), (bb, dbb), (ab, dab)):
+        arr[idx, idx, :] = diag
+    return _stratified_tests(cnt.reshape(m * m, ncode), aa.reshape(m * m, ncode),
+                             bb.reshape(m * m, ncode), ab.reshape(m * m, ncode), N, m, alternative)
+
+
+def _stratified_tests(cnt, aa, bb, ab, N, m, alternative):
+    """Per-pair difficulty-matched expectation, within-strata tau and exact stratified p-value
+    from per-pair, per-stratum counts (rows: pairs, columns: strata)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         E = np.where(cnt > 0, aa * bb / cnt, 0.0)
         va = np.where(cnt > 0, aa * (cnt - aa) / cnt, 0.0)

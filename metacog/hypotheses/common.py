@@ -1,0 +1,68 @@
+"""What every hypothesis module needs to label its rows: panel names and judgment timing."""
+
+from __future__ import annotations
+
+#: When a probe's judgment is made, relative to the model's own answer.
+TIMING = {
+    "prospective": "before answering",
+    "path_choice": "before answering",
+    "counterfactual": "after a correct answer with the context",
+    "other_confidence": "before answering, about other people",
+}
+DEFAULT_TIMING = "after answering"
+
+
+def timing(probe: str) -> str:
+    """'before answering' for prospective probes, else when the judgment was made."""
+    return TIMING.get(probe, DEFAULT_TIMING)
+
+
+def panel_columns(panel) -> dict:
+    """The columns that identify a panel in a result table."""
+    return {"panel": panel.name, "source": panel.source, "benchmark": panel.benchmark,
+            "probe": panel.probe, "timing": timing(panel.probe)}
+
+
+def per_panel(panelset, analyse, **settings):
+    """``analyse(panel.confidence, panel.correct, **settings)`` for every panel, stacked into one
+    table with the panel's columns first. Each result is remembered on disk
+    (:func:`metacog.memo.memo`) while data, settings and code are unchanged."""
+    import pandas as pd
+
+    from metacog.memo import memo
+
+    parts = [memo(analyse, p.confidence, p.correct, **settings).assign(**panel_columns(p))
+             for p in panelset]
+    if not parts:
+        return pd.DataFrame()
+    out = pd.concat(parts, ignore_index=True)
+    first = list(panel_columns(panelset.panels[0]))
+    return out[first + [c for c in out.columns if c not in first]]
+
+
+def with_ci(table, column: str, label: str, *, digits: int = 2, pct: bool = False):
+    """A column of "estimate (95% CI low to high)" strings from ``column`` and its
+    ``_ci_low``/``_ci_high`` columns, named ``label``."""
+    from metacog.report import fmt_ci
+
+    lo, hi = f"{column}_ci_low", f"{column}_ci_high"
+    values = [fmt_ci(r.get(column), r.get(lo), r.get(hi), digits=digits, pct=pct)
+              for r in table.to_dict("records")]
+    return {label: values}
+
+
+def short_model(name: str) -> str:
+    """A model id without its provider prefix, for axis labels: 'openai/gpt-4o' -> 'gpt-4o'."""
+    return str(name).split("/")[-1]
+
+
+def notes_table(notes):
+    """The panels' notes for a page (what was dropped and why), or a sentence when there are none."""
+    from IPython.display import Markdown
+
+    from metacog.report import pretty
+
+    if notes is None or len(notes) == 0:
+        return Markdown("Every source loaded without a note: no model or panel was dropped.")
+    shown = notes.fillna({"benchmark": "all", "probe": "all"})
+    return pretty(shown, names={"note": "what happened"})

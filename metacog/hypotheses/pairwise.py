@@ -1,0 +1,395 @@
+"""The pairwise chapter: is a model's confidence calibrated to its own correctness?
+
+For every judgment panel (items x models binary confidence, with the same models'
+correctness) this module computes paper 1's pairwise table — mean Kendall tau-b of judge
+confidence against target correctness, the share of pairs significant after FDR, the
+difficulty-matched null — and the self-versus-other test, each on all items and on
+contested items (items on which the models do not all agree), with bootstrap intervals
+over items and the counts behind them.
+
+Paper 1's own prospective figures are in :data:`PAPER1` for the side-by-side table; they
+are typed from the paper, not computed here.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from metacog import stats
+from metacog.stats.validate import as_binary_frame, check_aligned
+
+#: Paper 1's prospective figures {benchmark: (mean tau-b, null mean, % of pairs significant
+#: after FDR, first-factor share %)}; None where the paper gives no figure.
+PAPER1 = {
+    "SQuAD": (0.037, 0.000, 46.2, None),
+    "MMLU-Pro": (0.041, 0.001, 35.8, 48.3),
+    "LegalBench": (0.024, 0.000, 25.7, 36.4),
+    "MathBench": (0.072, 0.000, 28.9, 25.3),
+}
+
+SUBSETS = ("all items", "contested items")
+
+
+def tau_matrix(C: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """K[j, k] = Kendall tau-b (= phi for 0/1 data) of confidence column j and correctness column k.
+
+    ``C`` and ``Y`` are items x models arrays of 0/1/NaN; each pair uses the items where both are
+    present. ``weights`` (one per item, e.g. bootstrap counts) weight the items. A pair with a
+    constant column has no tau (NaN).
+    """
+    w = np.ones(C.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+    Mc = (~np.isnan(C)).astype(float)
+    My = (~np.isnan(Y)).astype(float) * w[:, None]
+    C1 = np.nan_to_num(C)
+    Y1 = np.nan_to_num(Y) * w[:, None]
+    n = Mc.T @ My
+    n11 = C1.T @ Y1
+    a = C1.T @ My
+    b = Mc.T @ Y1
+    den = a * (n - a) * b * (n - b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        K = (n * n11 - a * b) / np.sqrt(den)
+    K[~(den > 0)] = np.nan
+    return K
+
+
+def _summaries(K: np.ndarray) -> tuple[float, float, float]:
+    """(mean tau over defined pairs, mean self tau, mean other tau) of a tau matrix."""
+    m = K.shape[0]
+    off = ~np.eye(m, dtype=bool)
+    d = np.diag(K)
+    o = K[off]
+    mean_all = float(np.mean(K[np.isfinite(K)])) if np.isfinite(K).any() else np.nan
+    mean_self = float(np.mean(d[np.isfinite(d)])) if np.isfinite(d).any() else np.nan
+    mean_other = float(np.mean(o[np.isfinite(o)])) if np.isfinite(o).any() else np.nan
+    return mean_all, mean_self, mean_other
+
+
+def bootstrap_taus(C: np.ndarray, Y: np.ndarray, *, n_boot: int = 200, seed: int = 0,
+                   ci: float = 0.95) -> pd.DataFrame:
+    """Percentile intervals, resampling items, of the mean tau and of self minus other.
+
+    Returns one row per statistic ("mean tau", "self minus other") with estimate, ci_low,
+    ci_high and n_boot (the resamples in which the statistic was defined).
+    """
+    n = C.shape[0]
+    rng = np.random.default_rng(seed)
+    est_all, est_self, est_other = _summaries(tau_matrix(C, Y))
+    draws = np.full((n_boot, 2), np.nan)
+    for r in range(n_boot):
+        w = np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
+        a, s, o = _summaries(tau_matrix(C, Y, w))
+        draws[r] = (a, s - o)
+    lo, hi = (1 - ci) / 2, 1 - (1 - ci) / 2
+    rows = []
+    for j, (name, est) in enumerate((("mean tau", est_all), ("self minus other", est_self - est_other))):
+        d = draws[:, j][np.isfinite(draws[:, j])]
+        rows.append({"statistic": name, "estimate": est,
+                     "ci_low": float(np.quantile(d, lo)) if d.size else np.nan,
+                     "ci_high": float(np.quantile(d, hi)) if d.size else np.nan,
+                     "n_boot": int(d.size)})
+    return pd.DataFrame(rows)
+
+
+def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, alpha: float = 0.05,
+            unanimous_rule: str = "either", n_perm: int = 999, n_boot: int = 200,
+            control: bool = True, seed: int = 0) -> pd.DataFrame:
+    """Paper 1's pairwise statistics for one panel, on all items and on contested items.
+
+    ``confidence`` and ``correct`` are items x models 0/1 tables with the same index and columns.
+    One row per subset with: models, items (and unanimous items dropped), pairs with a defined
+    tau and pairs without one (a constant column), mean tau with its bootstrap interval, the
+    permutation null mean (exactly 0), the difficulty-matched null mean, % of pairs significant
+    after Benjamini-Hochberg at ``alpha`` against each null, and the self-minus-other statistic
+    with its bootstrap interval, permutation p-value and share of models above their others.
+    A subset that cannot be analysed (too few items left) has a ``note`` and missing numbers.
+    ``control=False`` skips the difficulty-matched null (slow on thousands of items x dozens of
+    models); its columns are then missing.
+    """
+    C = as_binary_frame(confidence, "confidence", allow_all_missing=True)
+    Y = as_binary_frame(correct, "correct", allow_all_missing=True)
+    check_aligned(C, Y)
+    rows = []
+    for subset in SUBSETS:
+        row = {"subset": subset, "models": C.shape[1], "note": ""}
+        if subset == "all items":
+            Cs, Ys, dropped = C, Y, 0
+        else:
+            un = stats.unanimous_items(C, Y, how=unanimous_rule).to_numpy()
+            Cs, Ys, dropped = C[~un], Y[~un], int(un.sum())
+        row.update(items=len(Cs), unanimous_dropped=dropped)
+        if len(Cs) < 10:
+            row["note"] = f"only {len(Cs)} items left after dropping {dropped} unanimous ones (need 10)"
+            rows.append(row)
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                res = stats.pairwise_calibration(Cs, Ys, alpha=alpha, control=control)
+                so = stats_self_other(Cs, Ys, n_perm=n_perm, seed=seed)
+        except ValueError as exc:
+            row["note"] = str(exc)
+            rows.append(row)
+            continue
+        P = res.pairs
+        defined = P["tau"].notna()
+        boot = bootstrap_taus(Cs.to_numpy(), Ys.to_numpy(), n_boot=n_boot, seed=seed).set_index("statistic")
+        row.update({
+            "pairs": int(defined.sum()),
+            "pairs_undefined": int((~defined).sum()),
+            "mean_tau": boot.at["mean tau", "estimate"],
+            "mean_tau_ci_low": boot.at["mean tau", "ci_low"],
+            "mean_tau_ci_high": boot.at["mean tau", "ci_high"],
+            "null_mean": 0.0,
+            "null_difficulty": float(P.loc[defined, "tau_null_difficulty"].mean()) if control else np.nan,
+            "pct_significant": 100.0 * float((P.loc[defined, "q"] < alpha).mean()),
+            "pct_significant_within": (100.0 * float((P.loc[defined, "q_within"] < alpha).mean())
+                                       if control else np.nan),
+            "self_minus_other": boot.at["self minus other", "estimate"],
+            "self_minus_other_ci_low": boot.at["self minus other", "ci_low"],
+            "self_minus_other_ci_high": boot.at["self minus other", "ci_high"],
+            "self_other_p": so.p_value,
+            "share_self_above": so.share_self_above,
+        })
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def stats_self_other(C: pd.DataFrame, Y: pd.DataFrame, *, n_perm: int, seed: int):
+    """The self-versus-other permutation test of :mod:`metacog.stats` (aligned on items)."""
+    test = getattr(stats, "self_other_test", None)
+    if test is None:  # older layout: the test lived in metacog.power
+        from metacog.power import self_other_test as test
+    return test(C, Y, n_perm=n_perm, seed=seed)
+
+
+def table(panelset, *, alpha: float = 0.05, unanimous_rule: str = "either", n_perm: int = 999,
+          n_boot: int = 200, control: bool = True, seed: int = 0) -> pd.DataFrame:
+    """:func:`analyse` for every panel of a :class:`metacog.panels.PanelSet`, one row per
+    (panel, subset), with the panel's name, source, benchmark, probe and judgment timing.
+
+    Results are remembered on disk (:mod:`metacog.memo`) while data, settings and code are unchanged.
+    """
+    from metacog.hypotheses.common import per_panel
+
+    return per_panel(panelset, analyse, alpha=alpha, unanimous_rule=unanimous_rule, n_perm=n_perm,
+                     n_boot=n_boot, control=control, seed=seed)
+
+
+#: Fewer models than this cannot separate self-pairs from other-pairs meaningfully.
+MIN_MODELS = 5
+
+
+def verdicts(pairwise_table: pd.DataFrame) -> list:
+    """Per panel and subset: is a model's confidence calibrated to its own correctness better
+    than to other models' (self minus other > 0, judged on its bootstrap interval)? Paper 1
+    claims it is not."""
+    from metacog.verdict import decide
+
+    out = []
+    for r in pairwise_table.to_dict("records"):
+        out.append(decide(
+            f"{r['panel']}, {r['subset']}: a model's confidence tracks its own correctness better "
+            f"than other models'", "self minus other τ-b", r.get("self_minus_other", np.nan),
+            r.get("self_minus_other_ci_low", np.nan), r.get("self_minus_other_ci_high", np.nan),
+            line=0.0, direction="greater", n={"models": int(r["models"]), "items": int(r["items"])},
+            min_counts={"models": MIN_MODELS, "items": 10}))
+    return out
+
+
+def paper1_comparison(pairwise_table: pd.DataFrame, structure_table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Paper 1's reported prospective figures beside the same statistics on our panels.
+
+    One row per paper 1 benchmark (marked "paper 1, reported") and per panel of ours (all items):
+    mean τ-b with its interval, the permutation null mean, % of pairs significant after FDR,
+    and (with ``structure_table``) the first-factor share with its interval. Paper 1 gives no
+    intervals, so its rows have none.
+    """
+    rows = [{"data": f"paper 1: {b}", "timing": "before answering", "models": 20, "items": np.nan,
+             "mean_tau": t, "mean_tau_ci_low": np.nan, "mean_tau_ci_high": np.nan, "null_mean": nm,
+             "pct_significant": pct, "first_factor_share": (np.nan if share is None else share / 100),
+             "first_factor_share_ci_low": np.nan, "first_factor_share_ci_high": np.nan}
+            for b, (t, nm, pct, share) in PAPER1.items()]
+    ours = pairwise_table[pairwise_table["subset"] == "all items"]
+    shares = {}
+    if structure_table is not None and len(structure_table):
+        s = structure_table[(structure_table["matrix"] == "confidence")
+                            & (structure_table["subset"] == "all items")].set_index("panel")
+        shares = s.to_dict("index")
+    for r in ours.to_dict("records"):
+        sh = shares.get(r["panel"], {})
+        rows.append({"data": r["panel"], "timing": r["timing"], "models": r["models"], "items": r["items"],
+                     "mean_tau": r.get("mean_tau", np.nan), "mean_tau_ci_low": r.get("mean_tau_ci_low", np.nan),
+                     "mean_tau_ci_high": r.get("mean_tau_ci_high", np.nan),
+                     "null_mean": r.get("null_mean", np.nan), "pct_significant": r.get("pct_significant", np.nan),
+                     "first_factor_share": sh.get("eig_share", np.nan),
+                     "first_factor_share_ci_low": sh.get("eig_share_ci_low", np.nan),
+                     "first_factor_share_ci_high": sh.get("eig_share_ci_high", np.nan)})
+    return pd.DataFrame(rows)
+
+
+def display_comparison(comparison: pd.DataFrame) -> pd.DataFrame:
+    """The paper 1 comparison for a page, intervals in words."""
+    from metacog.hypotheses.common import with_ci
+
+    t = comparison
+    out = pd.DataFrame({"data": t["data"], "judgment made": t["timing"], "models": t["models"],
+                        "items": t["items"]})
+    out = out.assign(**with_ci(t, "mean_tau", "mean τ-b (95% CI)", digits=3))
+    out["null mean"] = t["null_mean"]
+    out["% of pairs significant (FDR)"] = t["pct_significant"]
+    out = out.assign(**with_ci(t, "first_factor_share", "first-factor share (95% CI)", digits=2))
+    return out
+
+
+def third_person_baseline(own: "Panel", others: "Panel", *, n_boot: int = 200, seed: int = 0,
+                          ci: float = 0.95) -> pd.DataFrame:
+    """Does a model's judgment about itself predict its correctness better than its judgment of
+    how many *people* would get the item right?
+
+    ``own`` is a panel of first-person judgments (e.g. spar's prospective answer-or-pass) and
+    ``others`` a panel of the same models' third-person judgments on the same items. For every
+    model in both, tau-b of each judgment against the model's own correctness on the items it
+    has both, and their difference; the last row ("mean over models") averages them, with a
+    percentile bootstrap interval over items. A first-person judgment that carries private
+    self-knowledge should beat the third-person one.
+    """
+    models = [m for m in own.models if m in others.models]
+    items = own.confidence.index.intersection(others.confidence.index)
+    cols = ["model", "items", "tau_own", "tau_third_person", "difference", "ci_low", "ci_high"]
+    if not models or len(items) < 10:
+        return pd.DataFrame(columns=cols)
+    A = own.confidence.loc[items, models].to_numpy(dtype=float)
+    B = others.confidence.loc[items, models].to_numpy(dtype=float)
+    Y = own.correct.loc[items, models].to_numpy(dtype=float)
+
+    def diag_taus(w):
+        ta = np.array([tau_matrix(A[:, [j]], Y[:, [j]], w)[0, 0] for j in range(len(models))])
+        tb = np.array([tau_matrix(B[:, [j]], Y[:, [j]], w)[0, 0] for j in range(len(models))])
+        return ta, tb
+
+    ta, tb = diag_taus(None)
+    rng = np.random.default_rng(seed)
+    n = len(items)
+    draws = []
+    for _ in range(n_boot):
+        w = np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
+        a, b = diag_taus(w)
+        d = a - b
+        draws.append(np.nanmean(d) if np.isfinite(d).any() else np.nan)
+    draws = np.array(draws)
+    draws = draws[np.isfinite(draws)]
+    lo, hi = (np.quantile(draws, [(1 - ci) / 2, 1 - (1 - ci) / 2]) if draws.size else (np.nan, np.nan))
+    rows = [{"model": m, "items": int((~np.isnan(A[:, j]) & ~np.isnan(B[:, j]) & ~np.isnan(Y[:, j])).sum()),
+             "tau_own": ta[j], "tau_third_person": tb[j], "difference": ta[j] - tb[j],
+             "ci_low": np.nan, "ci_high": np.nan} for j, m in enumerate(models)]
+    d = ta - tb
+    rows.append({"model": "mean over models", "items": n, "tau_own": np.nanmean(ta),
+                 "tau_third_person": np.nanmean(tb), "difference": np.nanmean(d) if np.isfinite(d).any() else np.nan,
+                 "ci_low": float(lo), "ci_high": float(hi)})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def third_person_table(panelset, *, own: str = "prospective", third: str = "other_confidence",
+                       n_boot: int = 200, seed: int = 0) -> pd.DataFrame:
+    """:func:`third_person_baseline` for every source and benchmark that has both a first-person
+    judgment probe ``own`` and a third-person probe ``third`` (spar has both)."""
+    from metacog.hypotheses.common import panel_columns
+    from metacog.memo import memo
+
+    by_key = {(p.label, p.benchmark, p.probe): p for p in panelset}
+    parts = []
+    for (label, bench, probe), p in by_key.items():
+        other = by_key.get((label, bench, third))
+        if probe != own or other is None:
+            continue
+        res = memo(_third_person_frames, p.confidence, p.correct, other.confidence, n_boot=n_boot, seed=seed)
+        parts.append(res.assign(**panel_columns(p)))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def _third_person_frames(own_conf, own_correct, other_conf, *, n_boot, seed):
+    from types import SimpleNamespace
+
+    own = SimpleNamespace(models=list(own_conf.columns), confidence=own_conf, correct=own_correct)
+    other = SimpleNamespace(models=list(other_conf.columns), confidence=other_conf)
+    return third_person_baseline(own, other, n_boot=n_boot, seed=seed)
+
+
+def third_person_verdicts(table: pd.DataFrame) -> list:
+    """Per panel: does the first-person judgment beat the same model's third-person judgment at
+    predicting its own correctness (mean difference in tau-b > 0)?"""
+    from metacog.verdict import decide
+
+    out = []
+    for r in table[table["model"] == "mean over models"].to_dict("records"):
+        n_models = int((table["panel"] == r["panel"]).sum() - 1)
+        out.append(decide(
+            f"{r['panel']}: a model's judgment about itself predicts its correctness better than its "
+            f"judgment about other people", "mean own minus third-person τ-b", r["difference"],
+            r["ci_low"], r["ci_high"], line=0.0, direction="greater",
+            n={"models": n_models, "items": int(r["items"])}, min_counts={"models": MIN_MODELS, "items": 10}))
+    return out
+
+
+def display_table(pairwise_table: pd.DataFrame) -> pd.DataFrame:
+    """The pairwise table for a page: one row per (panel, subset), intervals in words."""
+    from metacog.hypotheses.common import with_ci
+
+    t = pairwise_table
+    out = pd.DataFrame({"panel": t["panel"], "items": t["subset"], "n items": t["items"],
+                        "models": t["models"]})
+    out = out.assign(**with_ci(t, "mean_tau", "mean τ-b (95% CI)", digits=3))
+    out["difficulty-matched null"] = t.get("null_difficulty")
+    out["% pairs significant (FDR)"] = t.get("pct_significant")
+    out["% significant within difficulty"] = t.get("pct_significant_within")
+    out["pairs without τ"] = t.get("pairs_undefined")
+    out = out.assign(**with_ci(t, "self_minus_other", "self − other τ-b (95% CI)", digits=3))
+    out["permutation p"] = t.get("self_other_p")
+    out["share of models self > other"] = t.get("share_self_above")
+    out["not analysed because"] = t["note"].fillna("")
+    return out
+
+
+def verdict_paragraph(verdicts: list, third_person: list | None = None) -> str:
+    """The closing paragraph: where an individualised signal is found, absent, or undecidable."""
+    from metacog.report import fmt_list
+    from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+
+    def who(vs, status):
+        return [v.claim.split(":")[0] for v in vs if v.status == status]
+
+    n = len(verdicts)
+    text = (f"Self-pairs beat other-pairs (a model's confidence tracks its own correctness better than "
+            f"other models') in {fmt_list(who(verdicts, SUPPORTED), n, noun='panel-subsets')}; the "
+            f"interval lies below zero in {fmt_list(who(verdicts, NOT_SUPPORTED), n, noun='panel-subsets')}; "
+            f"the evidence is insufficient in {fmt_list(who(verdicts, INSUFFICIENT), n, noun='panel-subsets')}.")
+    if third_person:
+        m = len(third_person)
+        text += (f" Judging oneself beats judging other people in "
+                 f"{fmt_list(who(third_person, SUPPORTED), m, noun='panels')}, and the evidence is "
+                 f"insufficient in {fmt_list(who(third_person, INSUFFICIENT), m, noun='panels')}.")
+    return text
+
+
+def tau_frame(confidence: pd.DataFrame, correct: pd.DataFrame) -> pd.DataFrame:
+    """:func:`tau_matrix` as a judge x target DataFrame."""
+    K = tau_matrix(confidence.to_numpy(dtype=float), correct.to_numpy(dtype=float))
+    return pd.DataFrame(K, index=confidence.columns, columns=correct.columns)
+
+
+def display_third_person(table: pd.DataFrame) -> pd.DataFrame:
+    """The third-person baseline for a page (one row per model and the mean with its interval)."""
+    from metacog.hypotheses.common import with_ci
+
+    if table is None or len(table) == 0:
+        return pd.DataFrame({"result": ["No source has both a first-person and a third-person judgment."]})
+    out = pd.DataFrame({"panel": table["panel"], "model": table["model"], "items": table["items"],
+                        "τ-b, judging itself": table["tau_own"],
+                        "τ-b, judging other people": table["tau_third_person"]})
+    return out.assign(**with_ci(table.rename(columns={"difference": "d", "ci_low": "d_ci_low",
+                                                      "ci_high": "d_ci_high"}),
+                                "d", "difference (95% CI)", digits=3))

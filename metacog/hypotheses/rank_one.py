@@ -1,0 +1,286 @@
+"""The rank-one chapter: is the models' binary confidence close to rank one?
+
+For each judgment panel (items x models, 0/1) this module fits the tetrachoric matrix,
+a one-factor solution and parallel analysis (:func:`metacog.structure.rank_one`), and adds
+bootstrap intervals over items for the first-factor share and for the ratio of the first
+two eigenvalues, the same for the models' correctness (the "performance factor"), and the
+same again on contested items (items on which the models do not all agree).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from metacog import stats
+from metacog.structure import DOMINANCE_RATIO, classify, rank_one
+
+#: Fewer raters than this make a rank-one question meaningless: with two or three columns
+#: every correlation matrix has one or two eigenvalues and "one factor" is nearly automatic.
+MIN_MODELS = 5
+
+#: Fewer items than this give tetrachoric correlations too noisy to factor.
+MIN_ITEMS = 30
+
+
+def _eigen_stats(X: np.ndarray) -> tuple[float, float, float]:
+    """(first-eigenvalue share, eig1/eig2, one-factor variance share) of binary ``X``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tet = stats.tetrachoric(pd.DataFrame(X))
+        rho = tet.rho.to_numpy()
+        m = rho.shape[0]
+        if m < 2:
+            return np.nan, np.nan, np.nan
+        ev = np.sort(np.linalg.eigvalsh(rho))[::-1]
+        share = float(stats.factor_analysis(tet.rho, 1).share.iloc[0])
+    return float(ev[0] / m), float(ev[0] / ev[1]) if ev[1] > 0 else np.nan, share
+
+
+def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 50, seed: int = 0,
+                        ci: float = 0.95) -> pd.DataFrame:
+    """Percentile intervals, resampling items, of the first-eigenvalue share, eig1/eig2 and
+    the one-factor variance share of binary ratings ``X`` (items x models).
+
+    Returns one row per statistic with estimate, ci_low, ci_high and n_boot (resamples in
+    which the statistic was defined).
+    """
+    A = X.to_numpy(dtype=float)
+    n = A.shape[0]
+    rng = np.random.default_rng(seed)
+    est = _eigen_stats(A)
+    draws = np.array([_eigen_stats(A[rng.integers(0, n, n)]) for _ in range(n_boot)]).reshape(n_boot, 3)
+    lo, hi = (1 - ci) / 2, 1 - (1 - ci) / 2
+    rows = []
+    for j, name in enumerate(("first eigenvalue share", "eig1/eig2", "one-factor share")):
+        d = draws[:, j][np.isfinite(draws[:, j])]
+        rows.append({"statistic": name, "estimate": est[j],
+                     "ci_low": float(np.quantile(d, lo)) if d.size else np.nan,
+                     "ci_high": float(np.quantile(d, hi)) if d.size else np.nan, "n_boot": int(d.size)})
+    return pd.DataFrame(rows)
+
+
+def structure(X: pd.DataFrame, *, n_iter: int = 20, reference: str = "resampled", n_boot: int = 50,
+              seed: int = 0, parallel: bool = True) -> dict:
+    """Factor structure of one binary matrix with intervals, as one dict (a table row).
+
+    Keys: models, items, models_dropped (constant columns), share (one-factor variance share)
+    and eig_share (first eigenvalue over the number of models) and eig_ratio (eig1/eig2), each
+    with ``_ci_low``/``_ci_high``; mean_rho; pa_factors (parallel analysis); shape (rank one /
+    one dominant factor / several factors); and note (why a matrix was not analysed).
+    ``parallel=False`` skips parallel analysis (seconds per draw with 80 models); pa_factors is
+    then missing and the shape rests on the eigenvalue ratio alone.
+    """
+    varying = X.loc[:, X.nunique() == 2]
+    row = {"models": varying.shape[1], "items": int(varying.notna().any(axis=1).sum()),
+           "models_dropped": X.shape[1] - varying.shape[1], "note": ""}
+    if varying.shape[1] < MIN_MODELS:
+        row["note"] = (f"{varying.shape[1]} models with varying judgments; a rank-one question needs "
+                       f"at least {MIN_MODELS}")
+        return row
+    if row["items"] < MIN_ITEMS:
+        row["note"] = f"{row['items']} items; a factor analysis needs at least {MIN_ITEMS}"
+        return row
+    if parallel:
+        r = rank_one(varying, n_iter=n_iter, reference=reference, seed=seed)
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rho = stats.tetrachoric(varying).rho.to_numpy()
+        ev = np.sort(np.linalg.eigvalsh(rho))[::-1]
+        r = {"mean_rho": float(rho[~np.eye(len(rho), dtype=bool)].mean()), "pa_factors": np.nan,
+             "eig1": float(ev[0]), "eig2": float(ev[1])}
+    boot = bootstrap_structure(varying, n_boot=n_boot, seed=seed).set_index("statistic")
+    for key, name in (("eig_share", "first eigenvalue share"), ("eig_ratio", "eig1/eig2"),
+                      ("share", "one-factor share")):
+        row[key] = boot.at[name, "estimate"]
+        row[f"{key}_ci_low"] = boot.at[name, "ci_low"]
+        row[f"{key}_ci_high"] = boot.at[name, "ci_high"]
+    shape = classify(r) if parallel else ("one dominant factor" if r["eig1"] >= DOMINANCE_RATIO * r["eig2"]
+                                          else "several factors")
+    row.update(mean_rho=r["mean_rho"], pa_factors=r["pa_factors"], shape=shape)
+    return row
+
+
+def contested(confidence: pd.DataFrame, correct: pd.DataFrame, rule: str = "either") -> pd.Index:
+    """Items on which the models do not all agree (rule of :func:`metacog.stats.unanimous_items`)."""
+    un = stats.unanimous_items(confidence, correct, how=rule)
+    return confidence.index[~un.to_numpy()]
+
+
+def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, n_iter: int = 20,
+            reference: str = "resampled", n_boot: int = 50, unanimous_rule: str = "either",
+            seed: int = 0) -> pd.DataFrame:
+    """The rank-one table of one panel: confidence and correctness, on all and contested items.
+
+    One row per (matrix, subset) with the columns of :func:`structure`. Parallel analysis runs
+    on the confidence matrix over all items only, the matrix the chapter's claim is about.
+    """
+    keep = contested(confidence, correct, unanimous_rule)
+    rows = []
+    for matrix, X in (("confidence", confidence), ("correctness", correct)):
+        for subset, part in (("all items", X), ("contested items", X.loc[keep])):
+            rows.append({"matrix": matrix, "subset": subset,
+                         **structure(part, n_iter=n_iter, reference=reference, n_boot=n_boot, seed=seed,
+                                     parallel=(matrix, subset) == ("confidence", "all items"))})
+    return pd.DataFrame(rows)
+
+
+
+
+def table(panelset, *, n_iter: int = 20, reference: str = "resampled", n_boot: int = 50,
+          unanimous_rule: str = "either", seed: int = 0) -> pd.DataFrame:
+    """:func:`analyse` for every panel of a :class:`metacog.panels.PanelSet`: one row per
+    (panel, matrix, subset), remembered on disk while data, settings and code are unchanged."""
+    from metacog.hypotheses.common import per_panel
+
+    return per_panel(panelset, analyse, n_iter=n_iter, reference=reference, n_boot=n_boot,
+                     unanimous_rule=unanimous_rule, seed=seed)
+
+
+#: The confidence-performance link "vanishes" when the item positions on the two axes
+#: correlate below this on contested items (a negligible correlation).
+NEGLIGIBLE_R = 0.1
+
+
+def fisher_ci(r: float, n: int, ci: float = 0.95) -> tuple[float, float]:
+    """Fisher-z interval of a Pearson correlation ``r`` from ``n`` pairs (NaN when n < 4)."""
+    from scipy.stats import norm
+
+    if not np.isfinite(r) or n < 4:
+        return np.nan, np.nan
+    z = np.arctanh(np.clip(r, -0.999999, 0.999999))
+    half = norm.ppf(0.5 + ci / 2) / np.sqrt(n - 3)
+    return float(np.tanh(z - half)), float(np.tanh(z + half))
+
+
+def alignment(confidence: pd.DataFrame, correct: pd.DataFrame, *, unanimous_rule: str = "either") -> pd.DataFrame:
+    """Does the confidence axis line up with the performance axis, on all and contested items?
+
+    Both one-factor axes are fitted on each subset (:func:`metacog.stats.axis_alignment`); one
+    row per subset with items, the correlation of item positions ``r_items`` and its Fisher-z
+    interval, and a note when the axes could not be fitted.
+    """
+    varying = confidence.columns[(confidence.nunique() == 2) & (correct.nunique() == 2)]
+    rows = []
+    if len(varying) < MIN_MODELS:
+        for subset in ("all", "contested"):
+            rows.append({"subset": subset, "items": len(confidence), "models": len(varying),
+                         "r_items": np.nan, "r_items_ci_low": np.nan, "r_items_ci_high": np.nan,
+                         "note": f"{len(varying)} models vary in both confidence and correctness; "
+                                 f"need {MIN_MODELS}"})
+        return pd.DataFrame(rows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a = stats.axis_alignment(confidence[varying], correct[varying], unanimous=unanimous_rule)
+    for r in a.to_dict("records"):
+        lo, hi = fisher_ci(r.get("r_items", np.nan), int(r["n_items"]))
+        rows.append({"subset": r["subset"], "items": int(r["n_items"]), "models": len(varying),
+                     "r_items": r.get("r_items", np.nan), "r_items_ci_low": lo, "r_items_ci_high": hi,
+                     "note": r.get("error", "") if isinstance(r.get("error", ""), str) else ""})
+    return pd.DataFrame(rows)
+
+
+def alignment_table(panelset, *, unanimous_rule: str = "either") -> pd.DataFrame:
+    """:func:`alignment` for every panel, one row per (panel, subset)."""
+    from metacog.hypotheses.common import per_panel
+
+    return per_panel(panelset, alignment, unanimous_rule=unanimous_rule)
+
+
+def verdicts(structure_table: pd.DataFrame, alignment_table: pd.DataFrame | None = None) -> list:
+    """The chapter's claims, decided per panel (:func:`metacog.verdict.decide`).
+
+    1. Confidence is dominated by one factor: eig1/eig2 at least :data:`DOMINANCE_RATIO`, judged
+       on its bootstrap interval, with at least :data:`MIN_MODELS` models and :data:`MIN_ITEMS` items.
+    2. (With ``alignment_table``) paper 1's "the confidence-performance link vanishes without
+       unanimous items": the contested-item correlation of the two axes lies below
+       :data:`NEGLIGIBLE_R`.
+    """
+    from metacog.verdict import decide
+
+    out = []
+    rows = structure_table[(structure_table["matrix"] == "confidence")
+                           & (structure_table["subset"] == "all items")]
+    for r in rows.to_dict("records"):
+        out.append(decide(
+            f"{r['panel']}: confidence is dominated by one factor",
+            "eig1/eig2", r.get("eig_ratio", np.nan), r.get("eig_ratio_ci_low", np.nan),
+            r.get("eig_ratio_ci_high", np.nan), line=DOMINANCE_RATIO, direction="greater",
+            n={"models": int(r["models"]), "items": int(r["items"])},
+            min_counts={"models": MIN_MODELS, "items": MIN_ITEMS}, digits=2))
+    if alignment_table is not None and len(alignment_table):
+        for r in alignment_table[alignment_table["subset"] == "contested"].to_dict("records"):
+            out.append(decide(
+                f"{r['panel']}: without unanimous items the confidence axis no longer follows "
+                f"the performance axis", "correlation of item positions",
+                r["r_items"], r["r_items_ci_low"], r["r_items_ci_high"], line=NEGLIGIBLE_R,
+                direction="less", n={"models": int(r["models"]), "items": int(r["items"])},
+                min_counts={"models": MIN_MODELS, "items": MIN_ITEMS}, digits=2))
+    return out
+
+
+def ordered_correlations(X: pd.DataFrame) -> tuple[pd.DataFrame, list]:
+    """The tetrachoric matrix of ``X`` and its models ordered by first-factor loading."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tet = stats.tetrachoric(X.loc[:, X.nunique() == 2])
+        fa = stats.factor_analysis(tet.rho, 1)
+    order = list(fa.loadings.iloc[:, 0].sort_values(ascending=False).index)
+    return tet.rho, order
+
+
+def display_table(structure_table: pd.DataFrame) -> pd.DataFrame:
+    """The structure table for a page: one row per (panel, matrix, subset), intervals in words."""
+    from metacog.hypotheses.common import with_ci
+
+    t = structure_table
+    out = pd.DataFrame({"panel": t["panel"], "matrix": t["matrix"], "subset": t["subset"],
+                        "models": t["models"], "items": t["items"]})
+    out = out.assign(**with_ci(t, "eig_share", "first-factor share (95% CI)", digits=2))
+    out = out.assign(**with_ci(t, "eig_ratio", "eig1/eig2 (95% CI)", digits=1))
+    out["factors kept by parallel analysis"] = t.get("pa_factors")
+    out["shape"] = t.get("shape")
+    out["not analysed because"] = t["note"].fillna("")
+    return out
+
+
+def display_alignment(alignment_table: pd.DataFrame) -> pd.DataFrame:
+    """The alignment table for a page, the correlation with its interval in words."""
+    from metacog.hypotheses.common import with_ci
+
+    t = alignment_table
+    out = pd.DataFrame({"panel": t["panel"], "items": t["subset"].map({"all": "all", "contested": "contested"}),
+                        "n items": t["items"], "models": t["models"]})
+    out = out.assign(**with_ci(t, "r_items", "correlation of item positions (95% CI)", digits=2))
+    out["not analysed because"] = t["note"].fillna("")
+    return out
+
+
+def verdict_paragraph(verdicts: list) -> str:
+    """One paragraph summing up the verdicts: how many panels support each claim, and which."""
+    from metacog.report import fmt_list
+    from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+
+    dom = [v for v in verdicts if v.claim.endswith("dominated by one factor")]
+    link = [v for v in verdicts if not v.claim.endswith("dominated by one factor")]
+
+    def who(vs, status):
+        return [v.claim.split(":")[0] for v in vs if v.status == status]
+
+    parts = []
+    if dom:
+        parts.append(
+            f"Confidence is dominated by one factor in {fmt_list(who(dom, SUPPORTED), len(dom), noun='panels')}; "
+            f"it is not in {fmt_list(who(dom, NOT_SUPPORTED), len(dom), noun='panels')}, and the evidence is "
+            f"insufficient in {fmt_list(who(dom, INSUFFICIENT), len(dom), noun='panels')}.")
+    if link:
+        parts.append(
+            f"Paper 1's finding that the confidence axis stops following the performance axis once "
+            f"unanimous items are removed holds in {fmt_list(who(link, SUPPORTED), len(link), noun='panels')}; "
+            f"the two axes still align in {fmt_list(who(link, NOT_SUPPORTED), len(link), noun='panels')} "
+            f"(a non-replication), and the evidence is insufficient in "
+            f"{fmt_list(who(link, INSUFFICIENT), len(link), noun='panels')}.")
+    return " ".join(parts) if parts else "No panel could be analysed."

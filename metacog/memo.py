@@ -1,0 +1,102 @@
+"""Remember the results of slow analyses on disk, keyed by their inputs and the package's code.
+
+``memo(func, *args, **kwargs)`` returns ``func(*args, **kwargs)``, computing it only when no
+result is stored for the same function, the same arguments and the same source code of the
+``metacog`` package. Results live in ``<cache>/results/`` where ``<cache>`` is
+``$METACOG_CACHE_DIR`` (else ``$XDG_CACHE_HOME/metacog``, else ``~/.cache/metacog``); set
+``METACOG_NO_MEMO=1`` to always recompute. Writes are atomic, so a killed process leaves no
+half-written result, and an unreadable stored result is recomputed rather than trusted.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+PACKAGE = Path(__file__).resolve().parent
+
+
+@functools.cache
+def code_version() -> str:
+    """sha256 of every .py file of the package: any code change gives new keys."""
+    h = hashlib.sha256()
+    for p in sorted(PACKAGE.rglob("*.py")):
+        h.update(str(p.relative_to(PACKAGE)).encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _feed(h, value) -> None:
+    """Add a stable digest of ``value`` to the hash ``h``."""
+    if isinstance(value, pd.DataFrame):
+        h.update(b"df")
+        h.update(repr(list(value.columns)).encode())
+        h.update(repr(list(value.dtypes.astype(str))).encode())
+        h.update(pd.util.hash_pandas_object(value, index=True).to_numpy().tobytes())
+    elif isinstance(value, pd.Series):
+        h.update(b"s")
+        h.update(pd.util.hash_pandas_object(value, index=True).to_numpy().tobytes())
+    elif isinstance(value, np.ndarray):
+        h.update(b"a" + str(value.dtype).encode() + repr(value.shape).encode())
+        h.update(np.ascontiguousarray(value).tobytes())
+    elif isinstance(value, dict):
+        h.update(b"{")
+        for k in sorted(value, key=repr):
+            _feed(h, k)
+            _feed(h, value[k])
+        h.update(b"}")
+    elif isinstance(value, (list, tuple)):
+        h.update(b"[")
+        for v in value:
+            _feed(h, v)
+        h.update(b"]")
+    elif value is None or isinstance(value, (str, int, float, bool)):
+        h.update(repr(value).encode())
+    else:
+        raise TypeError(f"memo: cannot key an argument of type {type(value).__name__}; pass "
+                        f"DataFrames, arrays, numbers, strings, lists or dicts.")
+
+
+def key(func, args, kwargs) -> str:
+    """The content address of one call."""
+    h = hashlib.sha256()
+    h.update(f"{func.__module__}.{func.__qualname__}".encode())
+    h.update(code_version().encode())
+    _feed(h, list(args))
+    _feed(h, dict(kwargs))
+    return h.hexdigest()
+
+
+def folder() -> Path:
+    from metacog.data.fetch import cache_dir
+
+    return cache_dir() / "results"
+
+
+def memo(func, *args, **kwargs):
+    """``func(*args, **kwargs)``, stored on disk and reused while inputs and code are unchanged."""
+    if os.environ.get("METACOG_NO_MEMO"):
+        return func(*args, **kwargs)
+    path = folder() / f"{key(func, args, kwargs)}.pkl"
+    if path.exists():
+        try:
+            with path.open("rb") as fh:
+                return pickle.load(fh)
+        except Exception:  # a damaged or foreign file: recompute and replace it
+            path.unlink(missing_ok=True)
+    result = func(*args, **kwargs)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".part") as tmp:
+            pickle.dump(result, tmp, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp.name, path)
+    except OSError:  # a read-only cache must not stop an analysis
+        pass
+    return result

@@ -1,0 +1,137 @@
+"""The rank-one and pairwise chapters' package layer on planted populations."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from metacog import simulate, stats
+from metacog.hypotheses import pairwise as hp
+from metacog.hypotheses import rank_one as hr
+from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+
+
+def _pop(kappa, seed=0, n_models=12, n_items=400, **kw):
+    p = simulate.population(n_models, n_items, kappa=kappa, seed=seed, **kw)
+    return p.confidence, p.correct
+
+
+def test_tau_matrix_matches_pairwise_calibration_with_missing_values():
+    C, Y = _pop(0.5, n_models=6, n_items=120)
+    rng = np.random.default_rng(1)
+    C = C.mask(rng.random(C.shape) < 0.1)
+    Y = Y.mask(rng.random(Y.shape) < 0.1)
+    K = hp.tau_matrix(C.to_numpy(), Y.to_numpy())
+    ref = stats.pairwise_calibration(C, Y, control=False).matrix("tau").loc[C.columns, C.columns]
+    np.testing.assert_allclose(K, ref.to_numpy(), atol=1e-12)
+
+
+def test_tau_matrix_weights_equal_repeated_rows():
+    C, Y = _pop(0.5, n_models=4, n_items=50)
+    w = np.random.default_rng(2).integers(0, 3, len(C)).astype(float)
+    rep = np.repeat(np.arange(len(C)), w.astype(int))
+    K_w = hp.tau_matrix(C.to_numpy(), Y.to_numpy(), w)
+    K_r = hp.tau_matrix(C.to_numpy()[rep], Y.to_numpy()[rep])
+    np.testing.assert_allclose(K_w, K_r, atol=1e-12)
+
+
+def test_constant_column_gives_undefined_pairs_counted():
+    C, Y = _pop(0.5, n_models=6, n_items=100)
+    C.iloc[:, 0] = 1.0
+    t = hp.analyse(C, Y, n_perm=99, n_boot=20)
+    row = t.set_index("subset").loc["all items"]
+    assert row["pairs_undefined"] == 6  # the constant judge against every target
+    assert row["pairs"] == 30
+
+
+def test_self_minus_other_interval_finds_planted_signal_and_not_without():
+    with_signal = hp.analyse(*_pop(1.5, seed=3), n_perm=199, n_boot=100, control=False)
+    without = hp.analyse(*_pop(0.0, seed=3), n_perm=199, n_boot=100, control=False)
+    ws = with_signal.set_index("subset").loc["all items"]
+    wo = without.set_index("subset").loc["all items"]
+    assert ws["self_minus_other_ci_low"] > 0
+    assert wo["self_minus_other_ci_low"] < 0 < wo["self_minus_other_ci_high"]
+    assert ws["mean_tau_ci_low"] <= ws["mean_tau"] <= ws["mean_tau_ci_high"]
+
+
+def _table(frame, name):
+    return frame.assign(panel=name, source="sim", benchmark="sim", probe="verbal_confidence",
+                        timing="after answering")
+
+
+def test_pairwise_verdicts_flip_with_the_planted_signal():
+    sig = _table(hp.analyse(*_pop(1.5, seed=4), n_perm=99, n_boot=100, control=False), "planted")
+    null = _table(hp.analyse(*_pop(0.0, seed=4), n_perm=99, n_boot=100, control=False), "null")
+    v_sig = {v.claim.split(",")[1].split(":")[0].strip(): v for v in hp.verdicts(sig)}
+    v_null = hp.verdicts(null)
+    assert v_sig["all items"].status == SUPPORTED
+    assert v_null[0].status == INSUFFICIENT and "straddles" in v_null[0].reason
+
+
+def test_pairwise_verdict_insufficient_with_three_models():
+    small = _table(hp.analyse(*_pop(1.5, n_models=3, n_items=200), n_perm=99, n_boot=50,
+                              control=False), "three")
+    v = hp.verdicts(small)[0]
+    assert v.status == INSUFFICIENT
+    assert "5" in v.reason  # the threshold is stated
+
+
+def test_paper1_comparison_has_paper_rows_and_ours():
+    t = _table(hp.analyse(*_pop(0.5), n_perm=99, n_boot=30, control=False), "ours")
+    c = hp.paper1_comparison(t)
+    assert list(c["data"][:4]) == [f"paper 1: {b}" for b in hp.PAPER1]
+    assert c["data"].iloc[-1] == "ours"
+    assert c["mean_tau_ci_low"].iloc[:4].isna().all()  # the paper gives no intervals
+    assert np.isfinite(c["mean_tau_ci_low"].iloc[-1])
+    shown = hp.display_comparison(c)
+    assert "95% CI" in shown["mean τ-b (95% CI)"].iloc[-1]
+
+
+def test_rank_one_structure_on_a_one_factor_population():
+    C, Y = _pop(0.0, n_models=10, n_items=400, sigma_e=0.4)
+    row = hr.structure(C, n_iter=5, n_boot=20)
+    assert row["eig_share_ci_low"] <= row["eig_share"] <= row["eig_share_ci_high"]
+    assert row["eig_ratio"] > hr.DOMINANCE_RATIO
+    v = hr.verdicts(pd.DataFrame([{**row, "matrix": "confidence", "subset": "all items",
+                                   "panel": "one factor"}]))[0]
+    assert v.status == SUPPORTED
+
+
+def test_rank_one_verdict_not_supported_for_independent_models():
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame((rng.random((400, 10)) < 0.5).astype(float))
+    row = hr.structure(X, n_iter=5, n_boot=20)
+    v = hr.verdicts(pd.DataFrame([{**row, "matrix": "confidence", "subset": "all items",
+                                   "panel": "noise"}]))[0]
+    assert v.status == NOT_SUPPORTED
+
+
+def test_rank_one_refuses_too_few_models_with_a_reason():
+    C, _ = _pop(0.0, n_models=3)
+    row = hr.structure(C)
+    assert "at least 5" in row["note"]
+    v = hr.verdicts(pd.DataFrame([{**row, "matrix": "confidence", "subset": "all items",
+                                   "panel": "tiny"}]))[0]
+    assert v.status == INSUFFICIENT
+
+
+def test_fisher_interval():
+    lo, hi = hr.fisher_ci(0.5, 103)
+    assert lo == pytest.approx(np.tanh(np.arctanh(0.5) - 1.959964 / 10), abs=1e-6)
+    assert hi == pytest.approx(np.tanh(np.arctanh(0.5) + 1.959964 / 10), abs=1e-6)
+    assert np.isnan(hr.fisher_ci(0.5, 3)[0])
+
+
+def test_third_person_baseline_rewards_private_knowledge():
+    from types import SimpleNamespace
+
+    C, Y = _pop(2.0, seed=6, n_models=6, n_items=300)
+    rng = np.random.default_rng(0)
+    other = C.copy()
+    # third-person judgments: the difficulty signal only (every model's majority view)
+    other[:] = np.repeat((C.mean(axis=1) > 0.5).to_numpy()[:, None], C.shape[1], axis=1).astype(float)
+    other = other.where(rng.random(other.shape) > 0.05, 1 - other)
+    own = SimpleNamespace(models=list(C.columns), confidence=C, correct=Y)
+    third = SimpleNamespace(models=list(C.columns), confidence=other, correct=Y)
+    t = hp.third_person_baseline(own, third, n_boot=50)
+    mean = t.set_index("model").loc["mean over models"]
+    assert mean["difference"] > 0 and mean["ci_low"] > 0
