@@ -308,7 +308,11 @@ def third_person_table(panelset, *, own: str = "prospective", third: str = "othe
             continue
         res = memo(_third_person_frames, p.confidence, p.correct, other.confidence, n_boot=n_boot, seed=seed)
         parts.append(res.assign(**panel_columns(p)))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    if not parts:
+        return pd.DataFrame(columns=["model", "items", "tau_own", "tau_third_person", "difference",
+                                     "ci_low", "ci_high", "panel", "source", "benchmark", "probe",
+                                     "timing"])
+    return pd.concat(parts, ignore_index=True)
 
 
 def _third_person_frames(own_conf, own_correct, other_conf, *, n_boot, seed):
@@ -393,3 +397,31 @@ def display_third_person(table: pd.DataFrame) -> pd.DataFrame:
     return out.assign(**with_ci(table.rename(columns={"difference": "d", "ci_low": "d_ci_low",
                                                       "ci_high": "d_ci_high"}),
                                 "d", "difference (95% CI)", digits=3))
+
+
+def vendor_blocks(panels: list) -> pd.DataFrame:
+    """Mean cross-calibration tau of judge-target pairs from the same vendor and from different
+    vendors in the first of ``panels`` (the vendor is the part of a model id before '/';
+    self-pairs left out), with the number of pairs. With no panel, one row saying so."""
+    if not panels:
+        return pd.DataFrame({"result": [f"No panel has {MIN_MODELS} or more models."]})
+    taus = tau_frame(panels[0].confidence, panels[0].correct)
+    vendor = pd.Series([str(m).split("/")[0] if "/" in str(m) else "(none)" for m in taus.index],
+                       index=taus.index)
+    rows = []
+    for j in taus.index:
+        for k in taus.columns:
+            if j != k and np.isfinite(taus.at[j, k]):
+                rows.append({"same vendor": vendor[j] == vendor.get(k, "?"), "tau": taus.at[j, k]})
+    t = pd.DataFrame(rows, columns=["same vendor", "tau"])
+    out = t.groupby("same vendor")["tau"].agg(["mean", "count"]).reset_index()
+    return out.rename(columns={"mean": "mean τ-b", "count": "pairs"})
+
+
+def rerun_first(panels: list, **settings) -> pd.DataFrame:
+    """:func:`analyse` of the first of ``panels`` with other settings (no difficulty control),
+    labelled with its name; an empty result table when there is no panel."""
+    if not panels:
+        return pd.DataFrame(columns=["panel", "subset", "items", "models", "note"])
+    p = panels[0]
+    return analyse(p.confidence, p.correct, control=False, **settings).assign(panel=p.name)

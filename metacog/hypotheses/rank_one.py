@@ -284,3 +284,35 @@ def verdict_paragraph(verdicts: list) -> str:
             f"(a non-replication), and the evidence is insufficient in "
             f"{fmt_list(who(link, INSUFFICIENT), len(link), noun='panels')}.")
     return " ".join(parts) if parts else "No panel could be analysed."
+
+
+def second_factor(panels: list, top: int = 5) -> pd.DataFrame:
+    """The models loading most on the second factor of a two-factor (varimax) fit of the first
+    panel's tetrachoric matrix: panel, model, loading on factor 1 and on factor 2, strongest
+    second first. With no panel, one row saying so."""
+    if not panels:
+        return pd.DataFrame({"result": [f"No panel has {MIN_MODELS} or more models."]})
+    X = panels[0].confidence
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tet = stats.tetrachoric(X.loc[:, X.nunique() == 2])
+        fa = stats.factor_analysis(tet.rho, 2)
+    L = fa.loadings.copy()
+    L.columns = ["factor 1", "factor 2"]
+    order = L["factor 2"].abs().sort_values(ascending=False).index[:top]
+    return L.loc[order].rename_axis("model").reset_index().assign(panel=panels[0].name)[
+        ["panel", "model", "factor 1", "factor 2"]]
+
+
+def confidence_row(panel, *, n_boot: int = 20, seed: int = 0) -> pd.DataFrame:
+    """The structure of one panel's confidence over all items, without parallel analysis, as a
+    one-row table in the layout of :func:`table` (for quick what-ifs)."""
+    row = structure(panel.confidence, n_boot=n_boot, seed=seed, parallel=False)
+    return pd.DataFrame([{"panel": panel.name, "matrix": "confidence", "subset": "all items", **row}])
+
+
+def random_raters(n_items: int, n_models: int, seed: int = 0) -> pd.DataFrame:
+    """Independent yes/no raters (each yes with probability one half): no shared axis at all."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame((rng.random((n_items, n_models)) < 0.5).astype(float),
+                        columns=[f"rater {j + 1}" for j in range(n_models)])

@@ -1,0 +1,86 @@
+"""Figures the rank-one and pairwise chapters show, drawn from panels (matplotlib/seaborn).
+
+Each function returns a figure even when no panel qualifies: a figure that says so in words,
+so a page never breaks on a source with too few models.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from metacog.hypotheses.common import short_model
+
+
+def large_panels(panelset, min_models: int) -> list:
+    """The panels with at least ``min_models`` models, in source order."""
+    return [p for p in panelset if p.confidence.shape[1] >= min_models]
+
+
+def _message(text: str):
+    fig, ax = plt.subplots(figsize=(7, 1.6))
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True)
+    return fig
+
+
+def heatmap(matrix: pd.DataFrame, order: list, *, title: str, label: str, cmap: str = "viridis",
+            vmin=None, vmax=None, xlabel: str = "", ylabel: str = ""):
+    """A models x models heat map in ``order``; tick labels only when there are at most 40."""
+    import seaborn as sns
+
+    short = [short_model(m) for m in order]
+    fig, ax = plt.subplots(figsize=(9.5, 8))
+    sns.heatmap(matrix.loc[order, order].set_axis(short, axis=0).set_axis(short, axis=1), cmap=cmap,
+                vmin=vmin, vmax=vmax, ax=ax, cbar_kws={"label": label},
+                xticklabels=len(order) <= 40, yticklabels=len(order) <= 40)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    fig.tight_layout()
+    return fig
+
+
+def correlation_heatmap(panelset, min_models: int):
+    """Tetrachoric correlations of the first large panel, models by first-factor loading.
+    Returns (figure, the panel's name or a sentence)."""
+    from metacog.hypotheses.rank_one import ordered_correlations
+
+    big = large_panels(panelset, min_models)
+    if not big:
+        return _message(f"No panel has {min_models} or more models."), "none"
+    rho, order = ordered_correlations(big[0].confidence)
+    return heatmap(rho, order, title=f"{big[0].name}: tetrachoric correlations", label="tetrachoric ρ",
+                   vmin=0, vmax=1), big[0].name
+
+
+def calibration_heatmap(panelset, min_models: int):
+    """Judge x target tau-b of the first large panel. Returns (figure, the panel's name)."""
+    from metacog.hypotheses.pairwise import tau_frame
+
+    big = large_panels(panelset, min_models)
+    if not big:
+        return _message(f"No panel has {min_models} or more models."), "none"
+    M = tau_frame(big[0].confidence, big[0].correct)
+    order = list(M.mean(axis=1).sort_values(ascending=False).index)
+    return heatmap(M, order, title=f"{big[0].name}: judge's confidence (rows) against target's correctness",
+                   label="Kendall τ-b", cmap="mako", xlabel="target (correctness)",
+                   ylabel="judge (confidence)"), big[0].name
+
+
+def scree_plot(panelset, min_models: int, n_factors: int = 8):
+    """Eigenvalues of every large panel's tetrachoric matrix, first ``n_factors`` factors."""
+    import seaborn as sns
+
+    from metacog.structure import scree
+
+    big = large_panels(panelset, min_models)
+    if not big:
+        return _message(f"No panel has {min_models} or more models.")
+    ev = scree({p.name: p.confidence.loc[:, p.confidence.nunique() == 2] for p in big})
+    ev = ev[ev["factor"] <= n_factors]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    sns.lineplot(data=ev, x="factor", y="eigenvalue", hue="matrix", marker="o", ax=ax)
+    ax.axhline(1, ls="--", color="grey", lw=1)
+    ax.set(title="Scree plot of the confidence panels", xlabel="factor", ylabel="eigenvalue")
+    ax.legend(fontsize=8, title="")
+    fig.tight_layout()
+    return fig
