@@ -394,9 +394,14 @@ def display_third_person(table: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"panel": table["panel"], "model": table["model"], "items": table["items"],
                         "τ-b, judging itself": table["tau_own"],
                         "τ-b, judging other people": table["tau_third_person"]})
-    return out.assign(**with_ci(table.rename(columns={"difference": "d", "ci_low": "d_ci_low",
-                                                      "ci_high": "d_ci_high"}),
-                                "d", "difference (95% CI)", digits=3))
+    from metacog.report import fmt_num
+
+    ci = with_ci(table.rename(columns={"difference": "d", "ci_low": "d_ci_low", "ci_high": "d_ci_high"}),
+                 "d", "difference (95% CI)", digits=3)["difference (95% CI)"]
+    # a model's own row has no interval (the interval is for the mean over models)
+    out["difference (95% CI)"] = [c if m == "mean over models" else fmt_num(d, 3)
+                                  for c, m, d in zip(ci, table["model"], table["difference"])]
+    return out
 
 
 def vendor_blocks(panels: list) -> pd.DataFrame:
