@@ -1,4 +1,5 @@
-"""Who is who: vendor, family and reasoning flags for every model in Atlas, Battery and the local panel.
+"""Who is who: vendor, family and reasoning flags for every model in Atlas, Battery, the 84-model
+MMLU-Pro calibration study and the local panel.
 
 Paper 1 traces an apparent calibration signal on maths to reasoning models that
 solve the problem inline when asked for confidence, so the book needs to know
@@ -6,7 +7,8 @@ which models reason. The table lives in ``metacog/data_files/model_metadata.csv`
 (package data, written by hand). Columns:
 
 * ``model`` the id as the dataset spells it (Atlas ids without the '@...' suffix,
-  Battery canonical names, 'local/<name>'), ``dataset`` ('atlas', 'battery', 'local');
+  Battery canonical names, 'local/<name>', the calibration study's file names), ``dataset``
+  ('atlas', 'battery', 'local', 'calibration_study');
 * ``model_key`` one id per underlying model, shared across datasets (the Atlas id,
   or the Hugging Face id for local models), to join Atlas and Battery;
 * ``family``, ``vendor``;
@@ -22,8 +24,11 @@ which models reason. The table lives in ``metacog/data_files/model_metadata.csv`
   known to us; False when inferred from the family (newer models);
 * ``source``: where each flag comes from, in words.
 
-The logs do not record whether thinking was switched on for hybrid models; the
-flags describe the models' defaults, not the runs.
+Atlas and Battery do not record whether thinking was switched on for hybrid models; there the
+flags describe the models' defaults, not the runs. The calibration study names its runs
+('Qwen3-8B' and 'Qwen3-8B-think' are the same weights with thinking off and on), so its flags
+describe the run; they are inferred from those names (``verified`` False) and checked against
+the recorded output lengths (see ``source``).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from importlib import resources
 
 import pandas as pd
 
-DATASETS = ("atlas", "battery", "local")
+DATASETS = ("atlas", "battery", "local", "calibration_study")
 MODES = ("always", "default_on", "optional", "none")
 COLUMNS = ["model", "dataset", "model_key", "family", "vendor", "reasoning", "reasoning_mode",
            "reasoning_trained", "twin", "twin_exact", "verified", "source"]
@@ -93,3 +98,28 @@ def lookup(models, dataset: str | None = None) -> pd.DataFrame:
         raise ValueError(f"lookup: {missing} not in the model metadata for {where}; add rows to "
                          "metacog/data_files/model_metadata.csv.")
     return table.set_index("model").loc[ids].reset_index()
+
+
+def flags_for(models, dataset: str | None = None) -> pd.DataFrame:
+    """The reasoning flag of each of ``models`` where the table has one, NA where it has none.
+
+    Models are matched in ``dataset`` when given (and it is one of :data:`DATASETS`), else in
+    any dataset where the name is unique; Atlas '@...' suffixes are stripped. Returns one row
+    per model, in order: model, reasoning (True/False/NA), twin ('' when none), twin_exact,
+    verified, found (False when the table has no row for it).
+    """
+    table = model_metadata()
+    if dataset in DATASETS:
+        table = table[table["dataset"] == dataset]
+    table = table.drop_duplicates("model", keep=False).set_index("model")
+    rows = []
+    for m in models:
+        key = str(m).split("@", 1)[0]
+        if key in table.index:
+            r = table.loc[key]
+            rows.append({"model": m, "reasoning": bool(r["reasoning"]), "twin": r["twin"],
+                         "twin_exact": bool(r["twin_exact"]), "verified": bool(r["verified"]), "found": True})
+        else:
+            rows.append({"model": m, "reasoning": pd.NA, "twin": "", "twin_exact": False,
+                         "verified": False, "found": False})
+    return pd.DataFrame(rows, columns=["model", "reasoning", "twin", "twin_exact", "verified", "found"])

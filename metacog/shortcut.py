@@ -11,6 +11,7 @@ flagged when the summed weight of the cues that fire reaches ``threshold``.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from collections.abc import Iterable
 
 import numpy as np
@@ -182,3 +183,131 @@ def self_advantage(pairs: pd.DataFrame, value: str = "tau", by=("group",)) -> pd
     if extra:
         out = out.join(pairs[pairs["self"]].set_index(keys)[extra])
     return out.reset_index()
+
+
+# ---------------------------------------------------------------------------
+# Checking the detector against hand labels
+
+#: The committed hand labels (rule and labeller in the file's header).
+LABELS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "shortcut_inline_labels.csv"
+RESPONSES = Path(__file__).resolve().parents[1] / "data" / "responses"
+_KEYS = ["run", "model", "item_id", "probe", "sample"]
+
+
+def hand_labels(path=None, responses=None) -> pd.DataFrame:
+    """The hand-labelled sample with its texts: run, model, item_id, probe, sample, solves_inline
+    (0/1), why, text.
+
+    Texts are read from ``responses`` (default ``data/responses``), ``<run>.parquet``, and checked
+    against the file's ``text_sha1``; a missing file, row or changed text raises a ValueError
+    naming it (1-based line of the labels file).
+    """
+    import hashlib
+
+    path = Path(path or LABELS)
+    responses = Path(responses or RESPONSES)
+    if not path.exists():
+        raise ValueError(f"hand_labels: {path} does not exist; the labels ship with the repository's tests.")
+    labels = pd.read_csv(path, comment="#", dtype={"item_id": str})
+    missing = [c for c in [*_KEYS, "solves_inline", "text_sha1"] if c not in labels]
+    if missing:
+        raise ValueError(f"hand_labels: {path} lacks column(s) {missing}.")
+    bad = ~labels["solves_inline"].isin([0, 1])
+    if bad.any():
+        raise ValueError(f"hand_labels: {path}: solves_inline must be 0 or 1; data row "
+                         f"{int(np.flatnonzero(bad)[0]) + 1} has {labels['solves_inline'][bad].iloc[0]!r}.")
+    texts = []
+    for i, r in enumerate(labels.itertuples(index=False)):
+        src = responses / f"{r.run}.parquet"
+        if not src.exists():
+            raise ValueError(f"hand_labels: data row {i + 1} of {path.name} names run {r.run!r}, but {src} "
+                             "does not exist.")
+        d = _recorded(src)
+        hit = d[(d["model"] == r.model) & (d["item_id"].astype(str) == r.item_id) & (d["probe"] == r.probe)
+                & (d["sample"] == r.sample)]
+        if hit.empty:
+            raise ValueError(f"hand_labels: data row {i + 1} of {path.name} ({r.run}, {r.model}, {r.item_id}, "
+                             f"{r.probe}, sample {r.sample}) is not in {src.name}.")
+        text = str(hit["reasoning_text"].iloc[0])
+        if hashlib.sha1(text.encode()).hexdigest()[:12] != r.text_sha1:
+            raise ValueError(f"hand_labels: the text of data row {i + 1} of {path.name} changed since it was "
+                             "labelled (run re-recorded?); label the new text again.")
+        texts.append(text)
+    return labels.assign(text=texts)
+
+
+_CACHE: dict = {}
+
+
+def _recorded(src: Path) -> pd.DataFrame:
+    key = (str(src), src.stat().st_mtime)
+    if key not in _CACHE:
+        _CACHE[key] = pd.read_parquet(src, columns=["model", "item_id", "probe", "sample", "reasoning_text"])
+    return _CACHE[key]
+
+
+def cohen_kappa(a, b) -> float:
+    """Cohen's kappa of two 0/1 raters; NaN when chance agreement is 1 (both constant alike)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    po = float(np.mean(a == b))
+    pa, pb = a.mean(), b.mean()
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    return np.nan if pe >= 1 else (po - pe) / (1 - pe)
+
+
+def agreement(truth, predicted, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """How well ``predicted`` (0/1, the detector) agrees with ``truth`` (0/1, hand labels).
+
+    One row per statistic: accuracy, Cohen's kappa, sensitivity (share of hand-labelled
+    inline texts flagged) and specificity, with estimate, ci_low, ci_high, n (texts the
+    statistic rests on) and method (exact Clopper-Pearson for the proportions, a percentile
+    bootstrap over texts for kappa).
+    """
+    from metacog.stats.intervals import proportion_ci
+
+    t, p = np.asarray(truth, int), np.asarray(predicted, int)
+    if t.shape != p.shape or t.ndim != 1 or not len(t):
+        raise ValueError(f"agreement: truth and predicted must be equal-length 1-d 0/1 arrays, "
+                         f"got shapes {t.shape} and {p.shape}.")
+    if not (np.isin(t, (0, 1)).all() and np.isin(p, (0, 1)).all()):
+        raise ValueError("agreement: truth and predicted must hold only 0 and 1.")
+    rows = []
+    for name, k, n in (("accuracy", int((t == p).sum()), len(t)),
+                       ("sensitivity", int(((t == 1) & (p == 1)).sum()), int((t == 1).sum())),
+                       ("specificity", int(((t == 0) & (p == 0)).sum()), int((t == 0).sum()))):
+        lo, hi = proportion_ci(k, n, method="exact") if n else (np.nan, np.nan)
+        rows.append({"statistic": name, "estimate": k / n if n else np.nan, "ci_low": lo, "ci_high": hi,
+                     "n": n, "method": "exact (Clopper–Pearson)"})
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(t), (n_boot, len(t)))
+    boots = np.array([cohen_kappa(t[i], p[i]) for i in idx])
+    boots = boots[np.isfinite(boots)]
+    lo, hi = np.quantile(boots, [0.025, 0.975]) if boots.size >= 10 else (np.nan, np.nan)
+    rows.insert(1, {"statistic": "Cohen's kappa", "estimate": cohen_kappa(t, p), "ci_low": float(lo),
+                    "ci_high": float(hi), "n": len(t), "method": f"percentile bootstrap over texts ({n_boot})"})
+    return pd.DataFrame(rows, columns=["statistic", "estimate", "ci_low", "ci_high", "n", "method"])
+
+
+def inline_rates(panelset, threshold: float = 2.0) -> tuple[pd.DataFrame, list[str]]:
+    """The detector on every panel's recorded reasoning texts.
+
+    Returns (table, sentences): one row per panel and model with texts, flagged, share and its
+    Wilson 95% interval; and one sentence per panel that has no reasoning text to run on.
+    """
+    from metacog.stats.intervals import proportion_ci
+
+    rows, missing = [], []
+    for p in panelset:
+        t = p.table
+        texts = t["reasoning_text"] if "reasoning_text" in t else pd.Series(dtype=object)
+        keep = texts.notna() & (texts.astype(str).str.strip() != "")
+        if not keep.any():
+            missing.append(f"{p.name} has no recorded reasoning text, so the detector cannot run on it.")
+            continue
+        flags = detect_inline_solving(texts[keep].astype(str), threshold=threshold)["inline_solving"]
+        for model, f in flags.groupby(t.loc[keep, "model"].to_numpy()):
+            lo, hi = proportion_ci(int(f.sum()), len(f))
+            rows.append({"panel": p.name, "model": model, "texts": len(f), "flagged": int(f.sum()),
+                         "share": float(f.mean()), "share_ci_low": lo, "share_ci_high": hi})
+    cols = ["panel", "model", "texts", "flagged", "share", "share_ci_low", "share_ci_high"]
+    return pd.DataFrame(rows, columns=cols), missing

@@ -1,0 +1,129 @@
+"""Page tables and prose for the shortcut chapter, from the results of
+:mod:`metacog.hypotheses.shortcut` (kept apart so that module stays about the statistics)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from metacog.hypotheses.shortcut import CONTRAST, MIN_JUDGES, MIN_PAIRS
+
+ORDER = ("all items", "formal items", "other items", CONTRAST)
+
+
+def flag_summary(flags: pd.DataFrame) -> pd.DataFrame:
+    """One row per panel: models, reasoning / non-reasoning / unflagged counts, how many flags are
+    unverified, and the twin pairs present."""
+    from metacog.hypotheses.shortcut import twin_pairs
+    from metacog.report import fmt_list
+
+    rows = []
+    for panel, f in flags.groupby("panel", sort=False):
+        pairs = twin_pairs(f, f["model"].tolist())
+        r = f["reasoning"]
+        rows.append({"panel": panel, "models": len(f), "reasoning": int(r.eq(True).sum()),
+                     "non-reasoning": int(r.eq(False).sum()), "no flag": int(r.isna().sum()),
+                     "unverified flags": int(f["flag_from"].str.contains("unverified").sum()),
+                     "twin pairs": len(pairs),
+                     "pairs (thinking vs not)": fmt_list([f"{a} / {b}" for a, b, _ in pairs], max_names=4)
+                     if pairs else "–"})
+    return pd.DataFrame(rows)
+
+
+def display_groups(groups: pd.DataFrame) -> pd.DataFrame:
+    """Reasoning against non-reasoning judges for a page: one row per panel and subset."""
+    from metacog.hypotheses.common import with_ci
+
+    g = groups.assign(_o=groups["subset"].map({s: i for i, s in enumerate(ORDER)})).sort_values(
+        ["panel", "_o"], kind="stable")
+    out = pd.DataFrame({"panel": g["panel"], "items": g["subset"], "reasoning judges": g["reasoning_judges"],
+                        "non-reasoning judges": g["other_judges"],
+                        "mean self-advantage, reasoning": g["mean_reasoning"],
+                        "mean self-advantage, non-reasoning": g["mean_non_reasoning"]})
+    out = out.assign(**with_ci(g, "difference", "difference (95% CI)", digits=3))
+    out["one-sided Mann–Whitney p"] = g["p_mann_whitney"]
+    return out.reset_index(drop=True)
+
+
+def display_twins(twins: pd.DataFrame, subsets=ORDER) -> pd.DataFrame:
+    """One row per twin pair (and the means over pairs), one column per subset: the thinking twin's
+    self-advantage minus its non-thinking twin's, with its 95% interval in words (and, for
+    means, the number of pairs averaged)."""
+    from metacog.report import fmt_ci, fmt_count
+
+    t = twins[twins["subset"].isin(subsets)]
+    if t.empty:
+        return pd.DataFrame(columns=["panel", "pair"])
+    text = []
+    for r in t.itertuples():
+        if pd.isna(r.difference):
+            text.append("–")
+            continue
+        s = fmt_ci(r.difference, r.difference_ci_low, r.difference_ci_high, digits=3)
+        text.append(f"{s[:-1]}; {fmt_count(r.pairs, 'pair')})" if r.pair.startswith("mean over") and s.endswith(")") else s)
+    t = t.assign(text=text)
+    wide = t.pivot_table(index=["panel", "pair"], columns="subset", values="text", aggfunc="first", sort=False)
+    wide = wide[[s for s in subsets if s in wide.columns]].reset_index()
+    exact = twins.drop_duplicates(["panel", "pair"]).set_index(["panel", "pair"])["exact"]
+    kind = ["mean" if q.startswith("mean over") else
+            ("same weights" if exact.get((p, q)) is True else "related models")
+            for p, q in zip(wide["panel"], wide["pair"])]
+    wide.insert(2, "twins", kind)
+    wide.columns.name = None
+    return wide.fillna("–")
+
+
+def domain_plot_table(twins: pd.DataFrame, groups_by_domain: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The mean-over-pairs difference per MMLU-Pro-style domain, for the figure: panel, domain,
+    difference, ci_low, ci_high."""
+    t = twins[(twins["pair"] == "mean over twin pairs") & twins["subset"].str.startswith("domain: ")]
+    return pd.DataFrame({"panel": t["panel"], "domain": t["subset"].str.removeprefix("domain: "),
+                         "difference": t["difference"], "ci_low": t["difference_ci_low"],
+                         "ci_high": t["difference_ci_high"]}).reset_index(drop=True)
+
+
+def verdict_paragraph(account: list, decided: list) -> str:
+    """The closing prose: per panel, the account's status on its defining prediction and, apart,
+    whether reasoning models are better calibrated to themselves at all. Never 'partly supported'."""
+    from metacog.verdict import SUPPORTED
+
+    if not account:
+        return ("No panel had reasoning flags for both reasoning and non-reasoning models, so the "
+                "account could not be tested here.")
+    overall = {v.claim.split(": ", 1)[0]: v for v in decided
+               if v.claim.endswith("better calibrated to themselves than non-reasoning judges")
+               and "formal" not in v.claim}
+    parts = []
+    for v in account:
+        panel = v.claim.split(": ", 1)[0]
+        s = f"On {panel} the symbolic-shortcut account is **{v.status}**: {v.reason}."
+        o = overall.get(panel)
+        if o is not None and o.status == SUPPORTED and v.status != SUPPORTED:
+            s += (f" Reasoning judges are better calibrated to themselves overall ({o.interval()}), but "
+                  f"that alone is not the account: it predicts the advantage on formal items above all.")
+        parts.append(s)
+    return " ".join(parts)
+
+
+def thresholds_sentence() -> str:
+    """The count thresholds in words, for the page."""
+    return (f"at least {MIN_JUDGES} judges with a defined self-advantage in each group, or at least "
+            f"{MIN_PAIRS} twin pairs")
+
+
+def display_rates(rates: pd.DataFrame) -> pd.DataFrame:
+    """The detector's flag rates for a page, the share with its interval in words."""
+    from metacog.report import fmt_ci
+
+    out = rates[["panel", "model", "texts", "flagged"]].copy()
+    out["share flagged (95% CI)"] = [fmt_ci(r.share, r.share_ci_low, r.share_ci_high, pct=True, digits=0)
+                                     for r in rates.itertuples()]
+    return out
+
+
+def bullets(sentences, empty: str = ""):
+    """Sentences as a Markdown bullet list (``empty`` when there are none)."""
+    from IPython.display import Markdown
+
+    sentences = [str(s) for s in sentences]
+    return Markdown("\n".join(f"- {s}" for s in sentences) if sentences else empty)
