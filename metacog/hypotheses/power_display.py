@@ -1,0 +1,204 @@
+"""Page tables and prose for the power chapter, from the tables of
+:mod:`metacog.hypotheses.power` and :mod:`metacog.hypotheses.power_design`.
+
+Every function returns a DataFrame of display columns (``pretty()`` it for a page) or a
+string of prose; none computes a statistic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from metacog.report import fmt_count, fmt_list, fmt_num, fmt_p, fmt_p_eq, fmt_range
+
+
+def _f(x) -> bool:
+    try:
+        return bool(np.isfinite(float(x)))
+    except (TypeError, ValueError):
+        return False
+
+
+def fmt_kappa(k, kappa_max: float, digits: int = 3) -> str:
+    """A minimum detectable kappa for a table: '0.047', or 'more than 1' when never reached."""
+    return fmt_num(k, digits) if _f(k) else f"more than {kappa_max:g}"
+
+
+def fmt_items(r: dict) -> str:
+    """'1,390 of 1,500' (complete block of the panel), '2,000 of 9,396 (random subsample)'."""
+    if not _f(r.get("items_block")):
+        return f"{int(r['items']):,}"
+    used, block, total = int(r["items"]), int(r["items_block"]), int(r["items_total"])
+    if r.get("subsampled"):
+        return f"{used:,} of {block:,} complete (random subsample)"
+    return f"{used:,}" if used == total else f"{used:,} of {total:,}"
+
+
+def _analysed(t: pd.DataFrame) -> pd.DataFrame:
+    return t[t["note"].fillna("") == ""] if "note" in t else t
+
+
+def display_fits(power_table: pd.DataFrame) -> pd.DataFrame:
+    """The matched simulator per analysed panel: models, items, the observed moments and the fit."""
+    t = _analysed(power_table)
+    recs = t.to_dict("records")
+    return pd.DataFrame({
+        "panel": t["panel"], "models": t["models"], "items analysed": [fmt_items(r) for r in recs],
+        "ρ correctness": t["rho_correct"], "ρ confidence": t["rho_confidence"],
+        "link to other models' correctness": t["link_other"], "alignment": t["alignment"],
+        "σᵤ": t["sigma_u"], "λ (confidence fit)": t["lam"], "λ (link fit)": t["lam_link"]})
+
+
+def display_detectable(power_table: pd.DataFrame, *, kappa_max: float = 1.0) -> pd.DataFrame:
+    """Minimum detectable kappa per panel: the pairwise test (range over the two fits) with its
+    latent gap, the excess of T it corresponds to, and the factor test."""
+    t = _analysed(power_table)
+    rows = []
+    for r in t.to_dict("records"):
+        ks = [r[f"mdk_pairwise_{f}"] for f in ("confidence", "link")]
+        gaps = [r[f"gap_pairwise_{f}"] for f in ("confidence", "link")]
+        pair = (fmt_range(min(ks), max(ks), digits=3, sep=" to ") if all(_f(k) for k in ks)
+                else f"more than {kappa_max:g}" if not any(_f(k) for k in ks)
+                else fmt_kappa(next(k for k in ks if _f(k)), kappa_max) + " (one fit only)")
+        fin = [g for g in gaps if _f(g)]
+        rows.append({
+            "panel": r["panel"], "models": r["models"], "items": f"{int(r['items']):,}",
+            "pairwise test": "paired t-test" if r.get("method") == "ttest" else "permutation",
+            "pairwise: detectable κ": pair,
+            "latent gap Δ there": fmt_range(min(fin), max(fin), digits=3, sep=" to ") if fin else "–",
+            "T above its null there": ("more than " if r.get("detectable_at_max") else "")
+            + fmt_num(r["detectable_excess"], 3),
+            "factor test: detectable κ": fmt_kappa(r["mdk_factor"], kappa_max)})
+    return pd.DataFrame(rows)
+
+
+def display_observed(power_table: pd.DataFrame, *, kappa_max: float = 1.0) -> pd.DataFrame:
+    """The observed statistic per panel: T with its interval, the permutation p-value, the
+    matched-null mean and p-value (range over the two fits), the permutation test's false-positive
+    rate in matched populations, the kappa T points to and the kappa its interval rules out."""
+    t = _analysed(power_table)
+    rows = []
+    for r in t.to_dict("records"):
+        ps = [r[f"null_p_{f}"] for f in ("confidence", "link")]
+        means = [r[f"null_mean_{f}"] for f in ("confidence", "link")]
+        fpr = [r[f"fpr_{f}"] for f in ("confidence", "link")]
+        rows.append({
+            "panel": r["panel"], "models": r["models"], "items": f"{int(r['items']):,}",
+            "T, self minus other τ-b (95% CI)": _ci(r["T"], r["T_ci_low"], r["T_ci_high"]),
+            "permutation p" if r.get("method") != "ttest" else "t-test p": fmt_p(r["perm_p"]),
+            "T without self-knowledge (matched)": fmt_range(min(means), max(means), digits=3, sep=" to "),
+            "matched-null p": _p_range(ps),
+            "permutation false-positive rate": fmt_range(min(fpr), max(fpr), digits=2, sep=" to "),
+            "κ that T points to": _kappa_word(r["equiv_kappa"], 2 * kappa_max),
+            "κ ruled out above": _kappa_word(r["ruled_out_kappa"], 2 * kappa_max)})
+    out = pd.DataFrame(rows)
+    return out.fillna("–") if len(out) else out
+
+
+def quantity_table(summary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """A two-column (quantity, value) summary with each value formatted on its own: whole numbers
+    as integers, others with ``digits`` decimals (a shared column format would round 0.626 and
+    1,000 alike)."""
+    def one(v):
+        if isinstance(v, str) or not _f(v):
+            return str(v) if isinstance(v, str) else "–"
+        v = float(v)
+        return f"{int(v):,}" if v == int(v) else fmt_num(v, digits)
+
+    return pd.DataFrame({"quantity": summary["quantity"].astype(str).str.replace("_", " "),
+                         "value": [one(v) for v in summary["value"]]})
+
+
+def _ci(est, lo, hi) -> str:
+    from metacog.report import fmt_ci
+
+    return fmt_ci(est, lo, hi, digits=3)
+
+
+def _p_range(ps) -> str:
+    a, b = fmt_p(min(ps)), fmt_p(max(ps))
+    return a if a == b else f"{a} to {b}"
+
+
+def _kappa_word(k, top: float) -> str:
+    return fmt_num(k, 3) if _f(k) else f"beyond {top:g}"
+
+
+def display_local(local: pd.DataFrame, *, kappa_max: float = 3.0) -> pd.DataFrame:
+    """The local-design table: settings, items, test, detectable kappa and power at each kappa."""
+    power_cols = [c for c in local.columns if c.startswith("power at kappa")]
+    out = pd.DataFrame({"settings": local["settings"], "models": local["models"], "items": local["items"],
+                        "test": local["test"].map({"permutation": "permutation", "ttest": "paired t-test"}),
+                        "detectable κ (80% power)": [fmt_kappa(k, kappa_max) for k in local["mdk"]]})
+    for c in power_cols:
+        out[c.replace("power at kappa", "power at κ =")] = local[c]
+    return out
+
+
+def block_notes(power_table: pd.DataFrame) -> str:
+    """One bullet per panel saying which block was analysed (complete block, models dropped,
+    subsample) or why the panel was not analysed."""
+    lines = []
+    for r in power_table.to_dict("records"):
+        if r.get("note"):
+            lines.append(f"- **{r['panel']}**: not analysed — {r['note']}.")
+            continue
+        bits = [f"{fmt_count(int(r['models']), 'model')} × {fmt_count(int(r['items']), 'item')} analysed"]
+        if int(r.get("models_dropped", 0) or 0):
+            bits.append(f"{fmt_count(int(r['models_dropped']), 'model')} of {int(r['models_total'])} left out "
+                        f"to keep a complete block")
+        if int(r.get("models_constant", 0) or 0):
+            bits.append(f"{fmt_count(int(r['models_constant']), 'model')} left out for never varying")
+        if r.get("subsampled"):
+            bits.append(f"a random {int(r['items']):,} of the {int(r['items_block']):,} items of its complete "
+                        f"block, to keep the simulations fast")
+        elif int(r["items"]) < int(r["items_total"]):
+            bits.append(f"{int(r['items_total']) - int(r['items']):,} items without an answer from every "
+                        f"kept model left out")
+        if r.get("method") == "ttest":
+            bits.append("the paired t-test over models replaces the permutation test, whose smallest "
+                        "possible p-value with so few models is above α")
+        lines.append(f"- **{r['panel']}**: " + "; ".join(bits) + ".")
+    return "\n".join(lines) if lines else "No panel was given."
+
+
+def verdict_paragraph(verdicts: list, power_table: pd.DataFrame, *, margin: float = 0.02,
+                      kappa_max: float = 1.0) -> str:
+    """The closing prose: how many panels show a self-signal beyond base rates, which nulls are
+    too weak to mean anything (the design cannot detect ``margin``), and what each informative
+    panel rules out."""
+    from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+
+    if not verdicts:
+        return "No panel could be analysed."
+    name = [v.claim.split(":")[0] for v in verdicts]
+    n = len(verdicts)
+    sup = [p for p, v in zip(name, verdicts) if v.status == SUPPORTED]
+    nos = [p for p, v in zip(name, verdicts) if v.status == NOT_SUPPORTED]
+    weak = [p for p, v in zip(name, verdicts) if v.status == INSUFFICIENT and v.detectable is not None
+            and v.detectable > margin]
+    other = [p for p, v in zip(name, verdicts) if v.status == INSUFFICIENT and p not in weak]
+    parts = [f"A self-signal beyond base rates shows in {fmt_list(sup, n, noun='panels')}; "
+             f"{fmt_list(nos, n, noun='panels')} rule out an excess of {margin:g} τ-b or more."]
+    if weak:
+        parts.append(f"The evidence is insufficient in {fmt_list(weak, n, noun='panels')} because the design "
+                     f"could not detect an excess of {margin:g}: a null there is not evidence of absence.")
+    if other:
+        parts.append(f"In {fmt_list(other, n, noun='panels')} the interval is too wide or the panel too small "
+                     f"to decide.")
+    ruled = [f"{r['panel']} rules out κ above {fmt_num(r['ruled_out_kappa'], 2)} (a latent "
+             f"self-minus-other gap of {fmt_num(r['ruled_out_gap'], 2)})"
+             for r in power_table.to_dict("records") if _f(r.get("ruled_out_kappa"))]
+    if ruled:
+        parts.append("In the simulator's units, " + "; ".join(ruled) + ".")
+    return " ".join(parts)
+
+
+def observed_sentence(r: dict, *, alpha: float = 0.05) -> str:
+    """One sentence on a panel's observed T against its matched null (link fit)."""
+    word = "rejects" if r["perm_p"] < alpha else "does not reject"
+    test = "paired t-test" if r.get("method") == "ttest" else "permutation test"
+    return (f"{r['panel']}: T = {fmt_num(r['T'], 3)}; the {test} {word} at α = {alpha:g} "
+            f"({fmt_p_eq(r['perm_p'])}), and against populations matched to its base rates "
+            f"{fmt_p_eq(r['null_p_link'])}.")

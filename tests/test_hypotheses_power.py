@@ -1,0 +1,132 @@
+"""The power chapter's package layer on planted populations, and the chapter run end to end."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from metacog.hypotheses import power as hw
+from metacog.hypotheses import power_design as hd
+from metacog.hypotheses import power_display as hv
+from metacog.report import pretty
+from metacog.simulate import population
+from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+
+#: Small simulation settings: enough to separate a planted signal from none, fast.
+FAST = dict(n_sims=20, n_sims_factor=8, n_perm=99, n_null=40, kappa_max=2.0, kappa_tol=0.1, n_boot=60)
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("METACOG_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _panel_row(pop, **kw):
+    return hw.analyse(pop.confidence, pop.correct, **{**FAST, **kw}).assign(panel="planted")
+
+
+def test_permutation_floor_and_the_test_it_chooses():
+    assert hw.permutation_floor(3) == pytest.approx(1 / 6)
+    assert hw.permutation_floor(4) == pytest.approx(1 / 24)
+    assert hw.pairwise_method(3, 0.05) == "ttest"
+    assert hw.pairwise_method(4, 0.05) == "permutation"
+
+
+def test_analysis_block_subsamples_large_blocks_and_says_so():
+    pop = population(5, 300, kappa=0.0, seed=1)
+    C, Y, info = hw.analysis_block(pop.confidence, pop.correct, max_items=120, seed=0)
+    assert C.shape == (120, 5) and info["subsampled"] and info["items_block"] == 300
+    C2, _, info2 = hw.analysis_block(pop.confidence, pop.correct, max_items=120, seed=0)
+    assert C.index.equals(C2.index)  # deterministic given the seed
+    _, _, whole = hw.analysis_block(pop.confidence, pop.correct, max_items=1000)
+    assert not whole["subsampled"] and whole["items"] == 300
+
+
+def test_a_planted_signal_is_supported_and_its_absence_is_not_supported_in_a_big_design():
+    strong = _panel_row(population(10, 600, kappa=1.0, seed=2))
+    v = hw.verdicts(strong, margin=0.05)[0]
+    assert v.status == SUPPORTED, v.reason
+    assert strong.at[0, "excess_ci_low"] > 0 and strong.at[0, "equiv_kappa"] > 0.3
+
+    none = _panel_row(population(20, 1500, kappa=0.0, seed=3))
+    assert none.at[0, "detectable_excess"] < 0.05  # a big design detects small excesses
+    v0 = hw.verdicts(none, margin=0.05)[0]
+    assert v0.status == NOT_SUPPORTED, v0.reason
+    # the same null with a margin below what the design can detect is not evidence of absence
+    tight = hw.verdicts(none, margin=none.at[0, "detectable_excess"] / 4)[0]
+    assert tight.status == INSUFFICIENT and "design can detect only" in tight.reason
+
+
+def test_a_three_model_null_is_insufficient_evidence_for_lack_of_power():
+    small = _panel_row(population(3, 60, kappa=0.0, seed=4))
+    assert small.at[0, "method"] == "ttest"  # the permutation test cannot reach 0.05 with 3 models
+    assert small.at[0, "detectable_excess"] > 0.05
+    v = hw.verdicts(small, margin=0.05)[0]
+    assert v.status == INSUFFICIENT
+
+
+def test_detectable_kappa_shrinks_with_more_items():
+    few = _panel_row(population(8, 150, kappa=0.0, seed=5))
+    many = _panel_row(population(8, 1200, kappa=0.0, seed=5))
+    assert many.at[0, "mdk_pairwise_link"] < few.at[0, "mdk_pairwise_link"]
+
+
+def test_a_panel_without_a_complete_block_gets_a_note_not_a_crash():
+    pop = population(3, 40, kappa=0.0, seed=6)
+    C = pop.confidence.copy()
+    C.iloc[:, 0] = 1  # a model that never varies leaves two models: no block of three
+    row = hw.analyse(C, pop.correct, **FAST).assign(panel="broken")
+    assert "no complete block" in row.at[0, "note"]
+    assert hw.verdicts(row)[0].status == INSUFFICIENT
+    assert "not analysed" in hv.block_notes(row)
+    assert hv.display_observed(row).empty
+
+
+def test_local_design_shows_the_permutation_floor():
+    loc = hd.local_design(n_models=3, n_items=[40], kappas=[0.0, 1.0], n_sims=20, kappa_tol=0.2)
+    perm = loc[loc["test"] == "permutation"]
+    assert (perm["power at kappa 1"] == 0).all() and perm["mdk"].isna().all()
+    t = loc[loc["test"] == "ttest"]
+    assert (t["power at kappa 1"] > t["power at kappa 0"]).all()
+    shown = pretty(hv.display_local(loc))
+    assert "more than 3" in set(shown["detectable κ (80% power)"])
+
+
+def test_page_tables_and_prose_have_no_missing_values():
+    rows = pd.concat([_panel_row(population(6, 300, kappa=k, seed=7)).assign(panel=f"p{k}")
+                      for k in (0.0, 0.8)], ignore_index=True)
+    for table in (hv.display_fits(rows), hv.display_detectable(rows), hv.display_observed(rows)):
+        text = pretty(table).to_string()
+        assert "nan" not in text.lower() and len(table) == 2
+    para = hv.verdict_paragraph(hw.verdicts(rows), rows)
+    assert "p0.8" in para and "nan" not in para.lower()
+    q = hv.quantity_table(population(4, 50, seed=0).summary())
+    assert q.loc[q["quantity"] == "n items", "value"].item() == "50"
+
+
+def test_grid_headlines_read_the_grid():
+    grid = hd.default_grid([4], [60], [0.0, 1.0], n_sims=10, n_perm=49)
+    h = hd.grid_headlines(grid)
+    assert set(grid["test"]) == {"pairwise", "factor"}
+    assert h["m_big"] == "4" and h["k_small"] == "1"
+    assert float(h["pair_big_small"]) >= float(h["pair_size"])
+
+
+def test_power_chapter_runs_on_a_synthetic_source(tmp_path):
+    from metacog import chapter
+    from metacog.synth import example_responses, write_responses
+
+    src = write_responses(example_responses(n_models=5, benchmarks=("algebra",), n_items=60, kappa=0.8,
+                                            seed=1), tmp_path / "planted.csv")
+    fast = {"n_sims": 8, "n_sims_factor": 4, "kappas": [0.0, 0.8], "n_models_grid": [4],
+            "n_items_grid": [60], "n_recovery_seeds": 1, "n_perm": 49, "kappa_tol": 0.2, "n_null": 20,
+            "n_boot": 30, "local_items": [40], "local_kappas": [0.0, 0.8]}
+    nb = chapter.run("power", [str(src)], tmp_path / "out", parameters=fast, html=False)
+    import nbformat
+
+    cells = nbformat.read(nb, as_version=4).cells
+    outputs = "\n".join(str(o.get("data", {}).get(kind, o.get("text", ""))) for c in cells
+                         if c.cell_type == "code" for o in c.get("outputs", [])
+                         for kind in ("text/plain", "text/html", "text/markdown"))
+    assert "planted · algebra" in outputs  # the panel reached the page's tables
+    assert any(s in outputs for s in ("insufficient evidence", "not supported", "supported"))
+    assert "Traceback" not in outputs and "NaN" not in outputs
