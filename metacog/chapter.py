@@ -47,6 +47,26 @@ def _manifest_path(root: Path, manifest: str | Path) -> Path:
     return path if path.is_absolute() else root / path
 
 
+def _show_sources_as_given(executed: Path, given: dict[str, str]) -> None:
+    """Show file sources in the page's parameters cell as the user typed them.
+
+    The notebook ran with absolute paths (it executes in the repository); the page shows
+    the paths as given, so it carries no machine path.
+    """
+    import nbformat
+
+    changed = {a: g for a, g in given.items() if a != g}
+    if not changed:
+        return
+    nb = nbformat.read(executed, as_version=4)
+    for cell in nb.cells:
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            for absolute, typed in changed.items():
+                cell.source = cell.source.replace(repr(absolute), repr(typed)).replace(
+                    f'"{absolute}"', f'"{typed}"')
+    nbformat.write(nb, executed)
+
+
 def _read_manifest(root: Path, manifest: str | Path) -> tuple[Path, dict]:
     path = _manifest_path(root, manifest)
     try:
@@ -309,6 +329,7 @@ def run(name: str, sources: list[str], out: str | Path, *, parameters: dict | No
             say(f"note on {row.source}: {note}")
     say(f"executing {chapter.source} as {name!r} into {out}")
     executed = execute_chapter(chapter, out, root)
+    _show_sources_as_given(executed, dict(zip(resolved, (str(x) for x in sources))))
     if not html:
         return executed
     say(f"rendering {executed.name}")

@@ -182,3 +182,22 @@ def test_figures_say_so_when_no_panel_is_large_enough():
     assert name == "none" and "No panel" in fig.axes[0].texts[0].get_text()
     assert list(hr.second_factor([])["result"])[0].startswith("No panel")
     assert list(hp.vendor_blocks([])["result"])[0].startswith("No panel")
+
+
+def test_status_sentence_names_only_groups_with_members():
+    from metacog.hypotheses.common import status_sentence
+    from metacog.verdict import decide
+
+    vs = [decide("A: x", "s", 1.0, 0.5, 1.5, line=0), decide("B: x", "s", 1.0, 0.5, 1.5, line=0),
+          decide("C: x", "s", 0.1, -0.5, 0.5, line=0)]
+    text = status_sentence(vs, "holds in", "fails in", "cannot tell in")
+    assert text.startswith("Holds in 2 of the 3 panels (A and B)")
+    assert "cannot tell in 1 of the 3 panels (C)" in text
+    assert "fails" not in text and "none" not in text
+
+
+def test_structure_interval_is_centred_on_the_estimate():
+    C, _ = _pop(0.0, n_models=11, n_items=200, seed=8)
+    b = hr.bootstrap_structure(C, n_boot=30).set_index("statistic")
+    for name in ("eig1/eig2", "first eigenvalue share"):
+        assert b.at[name, "ci_low"] < b.at[name, "estimate"] < b.at[name, "ci_high"]

@@ -66,3 +66,23 @@ def notes_table(notes):
         return Markdown("Every source loaded without a note: no model or panel was dropped.")
     shown = notes.fillna({"benchmark": "all", "probe": "all"})
     return pretty(shown, names={"note": "what happened"})
+
+
+def status_sentence(verdicts: list, supported: str, not_supported: str, insufficient: str,
+                    noun: str = "panels") -> str:
+    """One sentence grouping verdicts by status, naming only the groups that have members:
+    'Confidence is dominated by one factor in 3 of the 5 panels (A, B and C); it is not in
+    2 of the 5 panels (D and E).' The panel is the part of each claim before ':'."""
+    from metacog.report import fmt_list
+    from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+
+    n = len(verdicts)
+    clauses = []
+    for status, words in ((SUPPORTED, supported), (NOT_SUPPORTED, not_supported), (INSUFFICIENT, insufficient)):
+        names = [v.claim.split(":")[0] for v in verdicts if v.status == status]
+        if names:
+            clauses.append(f"{words} {fmt_list(names, n, noun=noun)}")
+    if not clauses:
+        return ""
+    text = "; ".join(clauses) + "."
+    return text[0].upper() + text[1:]

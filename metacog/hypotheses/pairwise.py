@@ -360,23 +360,17 @@ def display_table(pairwise_table: pd.DataFrame) -> pd.DataFrame:
 
 def verdict_paragraph(verdicts: list, third_person: list | None = None) -> str:
     """The closing paragraph: where an individualised signal is found, absent, or undecidable."""
-    from metacog.report import fmt_list
-    from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+    from metacog.hypotheses.common import status_sentence
 
-    def who(vs, status):
-        return [v.claim.split(":")[0] for v in vs if v.status == status]
-
-    n = len(verdicts)
-    text = (f"Self-pairs beat other-pairs (a model's confidence tracks its own correctness better than "
-            f"other models') in {fmt_list(who(verdicts, SUPPORTED), n, noun='panel-subsets')}; the "
-            f"interval lies below zero in {fmt_list(who(verdicts, NOT_SUPPORTED), n, noun='panel-subsets')}; "
-            f"the evidence is insufficient in {fmt_list(who(verdicts, INSUFFICIENT), n, noun='panel-subsets')}.")
+    text = status_sentence(
+        verdicts, "self-pairs beat other-pairs (a model's confidence tracks its own correctness better "
+                  "than other models') in", "the interval lies below zero in",
+        "the evidence is insufficient in", noun="panel-subsets")
     if third_person:
-        m = len(third_person)
-        text += (f" Judging oneself beats judging other people in "
-                 f"{fmt_list(who(third_person, SUPPORTED), m, noun='panels')}, and the evidence is "
-                 f"insufficient in {fmt_list(who(third_person, INSUFFICIENT), m, noun='panels')}.")
-    return text
+        text += " " + status_sentence(
+            third_person, "judging oneself beats judging other people in",
+            "judging other people does better in", "the evidence is insufficient in")
+    return text.strip()
 
 
 def tau_frame(confidence: pd.DataFrame, correct: pd.DataFrame) -> pd.DataFrame:

@@ -45,7 +45,10 @@ def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 50, seed: int = 0,
     the one-factor variance share of binary ratings ``X`` (items x models).
 
     Returns one row per statistic with estimate, ci_low, ci_high and n_boot (resamples in
-    which the statistic was defined).
+    which the statistic was defined). A resample repeats some items, which adds noise to every
+    tetrachoric correlation and pulls the eigenvalue statistics down (by a tenth or more of the
+    ratio); the draws are therefore re-centred on the estimate before the percentiles are taken
+    (a first-order bias correction), so the interval measures spread, not the resampling bias.
     """
     A = X.to_numpy(dtype=float)
     n = A.shape[0]
@@ -56,6 +59,8 @@ def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 50, seed: int = 0,
     rows = []
     for j, name in enumerate(("first eigenvalue share", "eig1/eig2", "one-factor share")):
         d = draws[:, j][np.isfinite(draws[:, j])]
+        if d.size and np.isfinite(est[j]):
+            d = d - (d.mean() - est[j])  # re-centre: resampled items add noise, which biases eigenvalues
         rows.append({"statistic": name, "estimate": est[j],
                      "ci_low": float(np.quantile(d, lo)) if d.size else np.nan,
                      "ci_high": float(np.quantile(d, hi)) if d.size else np.nan, "n_boot": int(d.size)})
@@ -237,6 +242,8 @@ def display_table(structure_table: pd.DataFrame) -> pd.DataFrame:
     from metacog.hypotheses.common import with_ci
 
     t = structure_table
+    if "panel" not in t:  # a message table ("result"), shown as it is
+        return t
     out = pd.DataFrame({"panel": t["panel"], "matrix": t["matrix"], "subset": t["subset"],
                         "models": t["models"], "items": t["items"]})
     out = out.assign(**with_ci(t, "eig_share", "first-factor share (95% CI)", digits=2))
@@ -261,28 +268,20 @@ def display_alignment(alignment_table: pd.DataFrame) -> pd.DataFrame:
 
 def verdict_paragraph(verdicts: list) -> str:
     """One paragraph summing up the verdicts: how many panels support each claim, and which."""
-    from metacog.report import fmt_list
-    from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+    from metacog.hypotheses.common import status_sentence
 
     dom = [v for v in verdicts if v.claim.endswith("dominated by one factor")]
     link = [v for v in verdicts if not v.claim.endswith("dominated by one factor")]
 
-    def who(vs, status):
-        return [v.claim.split(":")[0] for v in vs if v.status == status]
-
     parts = []
     if dom:
-        parts.append(
-            f"Confidence is dominated by one factor in {fmt_list(who(dom, SUPPORTED), len(dom), noun='panels')}; "
-            f"it is not in {fmt_list(who(dom, NOT_SUPPORTED), len(dom), noun='panels')}, and the evidence is "
-            f"insufficient in {fmt_list(who(dom, INSUFFICIENT), len(dom), noun='panels')}.")
+        parts.append(status_sentence(dom, "confidence is dominated by one factor in",
+                                      "it is not in", "the evidence is insufficient in"))
     if link:
-        parts.append(
-            f"Paper 1's finding that the confidence axis stops following the performance axis once "
-            f"unanimous items are removed holds in {fmt_list(who(link, SUPPORTED), len(link), noun='panels')}; "
-            f"the two axes still align in {fmt_list(who(link, NOT_SUPPORTED), len(link), noun='panels')} "
-            f"(a non-replication), and the evidence is insufficient in "
-            f"{fmt_list(who(link, INSUFFICIENT), len(link), noun='panels')}.")
+        parts.append(status_sentence(
+            link, "paper 1's finding that the confidence axis stops following the performance axis once "
+                  "unanimous items are removed holds in",
+            "the two axes still align (a non-replication) in", "the evidence is insufficient in"))
     return " ".join(parts) if parts else "No panel could be analysed."
 
 
@@ -316,3 +315,21 @@ def random_raters(n_items: int, n_models: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     return pd.DataFrame((rng.random((n_items, n_models)) < 0.5).astype(float),
                         columns=[f"rater {j + 1}" for j in range(n_models)])
+
+
+def what_if_cut(panelset, cut: float, *, n_boot: int = 20, seed: int = 0) -> tuple[pd.DataFrame, str]:
+    """Re-cut the first panel with continuous confidence at a fixed ``cut`` and refit its
+    structure. Returns (a one-row table in the layout of :func:`table`, a sentence on how many
+    models become constant). Panels that are yes/no already cannot be re-cut."""
+    from metacog.panels import panels
+
+    first = next((p for p in panelset if p.cut != "binary"), None)
+    if first is None:
+        return (pd.DataFrame({"result": ["Every panel is yes/no already: there is nothing to re-cut."]}),
+                "No panel has continuous confidence.")
+    again = panels([first.source], cuts={first.source: cut})
+    p = next(q for q in again if (q.benchmark, q.probe) == (first.benchmark, first.probe))
+    n_const = int(p.cut_report["constant"].sum())
+    text = (f"At a fixed cut of {cut:g}, {n_const} of the {len(p.cut_report)} models of {p.name} "
+            f"give the same judgment on every item.")
+    return confidence_row(p, n_boot=n_boot, seed=seed), text
