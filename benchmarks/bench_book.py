@@ -1,0 +1,64 @@
+"""How long the book takes to rebuild. Prints figures; asserts nothing.
+
+What it measures: ``metacog book --force --no-html`` — every chapter executed again with
+papermill — twice in a row in the repository, each run timed from start to finish, with
+the seconds each chapter took (parsed from the runner's "[book] <page>: done in Ns"
+lines). The first run fills the disk cache of slow analyses (``metacog.memo``) where it
+is empty or the code changed; the second run is the "2-minute book" of issue #15: every
+chapter re-executes, but results whose inputs and code are unchanged come from the cache.
+Goals: the second run within 120 s on 2 cores, and no single chapter above 30 s in it.
+Rendering (``jupyter-book build``) is not included; it is timed separately at the end.
+
+Usage: python benchmarks/bench_book.py [--runs 2] [--skip-render]
+The numbers are only comparable on an otherwise idle machine; the load average is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DONE = re.compile(r"\[book\] (\S+): done in ([0-9.]+)s")
+
+
+def run_once(args: list[str]) -> tuple[float, dict[str, float], int]:
+    metacog = Path(sys.executable).with_name("metacog")
+    t0 = time.perf_counter()
+    proc = subprocess.run([str(metacog), "book", *args], cwd=ROOT, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    chapters = {m.group(1): float(m.group(2)) for m in DONE.finditer(proc.stdout + proc.stderr)}
+    if proc.returncode != 0:
+        print((proc.stdout + proc.stderr)[-3000:])
+    return wall, chapters, proc.returncode
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--skip-render", action="store_true")
+    a = ap.parse_args()
+    print(f"load average before: {os.getloadavg()}")
+    for r in range(1, a.runs + 1):
+        wall, chapters, rc = run_once(["--force", "--no-html"])
+        label = "cache filled" if r == 1 else "cached analyses"
+        print(f"run {r} ({label}): {wall:.1f} s for {len(chapters)} chapters, exit {rc}"
+              f"  [goal for runs after the first: <= 120 s]")
+        for page, s in sorted(chapters.items(), key=lambda kv: -kv[1]):
+            flag = "  > 30 s" if r > 1 and s > 30 else ""
+            print(f"    {page:<16} {s:6.1f} s{flag}")
+    if not a.skip_render:
+        t0 = time.perf_counter()
+        _, _, rc = run_once([])
+        print(f"render (executed chapters reused): {time.perf_counter() - t0:.1f} s, exit {rc}")
+    print(f"load average after: {os.getloadavg()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
