@@ -7,7 +7,7 @@ prompt, and the plain prompt padded to the self-critique prompt's length (a cont
 for prompt length) — with Gaussian embedding noise (sigma = 0.01 x the embedding RMS,
 40 trials as one batch); and sweep sigma on a few of the plain prompts.
 
-Every probe goes through :func:`metacog.hidden.probe_cached`, whose parquet files
+Every probe goes through :func:`metacog.probe.probe_cached`, whose parquet files
 live in ``data/probe/``: ``python -m metacog.stability <model>`` (or ``make probe``)
 records them with torch installed; the book calls :func:`study` with
 ``compute=False`` and never imports torch.
@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from metacog import hidden
+from metacog.probe import (HIGH_CONFIDENCE, N_TRIALS, SIGMA, build_prompts, confidence_groups, group_difference,
+                           length_control, paired_difference, probe_conditions, sigma_sweep, unload_models)
 
 CONDITIONS = ("plain", "self_critique", "length_control")
 SWEEP_SIGMAS = (0.003, 0.01, 0.03, 0.1)
@@ -49,7 +50,7 @@ class Study:
         t = self.probe[self.probe["layer"] >= 1]
         rows = []
         for a, b in CONTRASTS:
-            d = hidden.paired_difference(t, a, b, n_boot=n_boot, seed=seed)
+            d = paired_difference(t, a, b, n_boot=n_boot, seed=seed)
             rows.append({"contrast": f"{a} - {b}", "rel_change": float(d["rel_delta"].mean()),
                          "layers_below": int((d["ci_high"] < 0).sum()), "layers": len(d),
                          "items": int(d["n"].max())})
@@ -58,7 +59,7 @@ class Study:
     def fragility(self, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
         """OCW minus CC per prompt and layer >= 1, with ``covers_zero`` (the CI includes 0:
         confident errors move no more than confident hits)."""
-        gd = hidden.group_difference(self.probe[self.probe["layer"] >= 1], "OCW", "CC",
+        gd = group_difference(self.probe[self.probe["layer"] >= 1], "OCW", "CC",
                                      by="condition", n_boot=n_boot, seed=seed)
         return gd.assign(covers_zero=(gd["ci_low"] <= 0) & (gd["ci_high"] >= 0))
 
@@ -128,20 +129,20 @@ class Study:
 
 
 def select_items(responses: pd.DataFrame, model: str, n_per_group: int = 8, seed: int = 0,
-                 threshold: float = hidden.HIGH_CONFIDENCE) -> pd.DataFrame:
+                 threshold: float = HIGH_CONFIDENCE) -> pd.DataFrame:
     """Up to ``n_per_group`` CC and OCW items of ``model``'s C0 answers, drawn with ``seed``."""
     own = responses[(responses["model"] == model) & (responses["probe"] == "c0")]
     if own.empty:
         raise ValueError(f"select_items: no C0 rows for model {model!r}; models in the table: "
                          f"{sorted(responses['model'].unique())}.")
-    groups = hidden.confidence_groups(own, threshold=threshold, probe="c0")
+    groups = confidence_groups(own, threshold=threshold, probe="c0")
     picked = (groups.sample(frac=1.0, random_state=seed).groupby("group").head(n_per_group)
               .sort_values(["group", "item_id"]).reset_index(drop=True))
     return picked
 
 
 def study(model: str, responses: pd.DataFrame, items, *, n_per_group: int = 8, n_sweep: int = 4,
-          sigma: float = hidden.SIGMA, n_trials: int = hidden.N_TRIALS, seed: int = 0,
+          sigma: float = SIGMA, n_trials: int = N_TRIALS, seed: int = 0,
           sweep_sigmas=SWEEP_SIGMAS, compute: bool = False, cache=None) -> Study:
     """Run (``compute=True``) or replay (``compute=False``) the study for one local model.
 
@@ -156,16 +157,16 @@ def study(model: str, responses: pd.DataFrame, items, *, n_per_group: int = 8, n
     chosen = frame[frame["item_id"].astype(str).isin(ids)][["item_id", "question"]]
     name = model.split("/")[-1]
     conditions = {
-        "plain": hidden.build_prompts(chosen, "c0").loc[ids],
-        "self_critique": hidden.build_prompts(chosen, "c2").loc[ids],
-        "length_control": hidden.length_control(chosen, "c0", "c2").loc[ids],
+        "plain": build_prompts(chosen, "c0").loc[ids],
+        "self_critique": build_prompts(chosen, "c2").loc[ids],
+        "length_control": length_control(chosen, "c0", "c2").loc[ids],
     }
-    probe = hidden.probe_conditions(name, conditions, sigma=sigma, n_trials=n_trials, seed=seed,
+    probe = probe_conditions(name, conditions, sigma=sigma, n_trials=n_trials, seed=seed,
                                     compute=compute, cache=cache)
     probe = probe.merge(groups[["item_id", "group"]], left_on="prompt_id", right_on="item_id",
                         how="left").drop(columns="item_id")
     sweep_ids = ids[:n_sweep]
-    sweep = hidden.sigma_sweep(name, conditions["plain"].loc[sweep_ids], sweep_sigmas, n_trials=n_trials,
+    sweep = sigma_sweep(name, conditions["plain"].loc[sweep_ids], sweep_sigmas, n_trials=n_trials,
                                seed=seed, compute=compute, cache=cache)
     return Study(groups=groups, probe=probe, sweep=sweep)
 
@@ -189,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         s = study(m, responses, items, n_per_group=args.n_per_group, n_sweep=args.n_sweep,
                   seed=args.seed, compute=True)
         print(f"{m}: {len(s.groups)} items\n{s.summary().round(5)}", flush=True)
-        hidden.unload_models()
+        unload_models()
     return 0
 
 

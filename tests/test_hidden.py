@@ -1,4 +1,4 @@
-"""Hidden-state noise probe (metacog.hidden).
+"""Hidden-state noise probe (metacog.probe; metacog.hidden is its old name).
 
 The statistics and cache-key tests run everywhere. The probe tests need torch,
 transformers and the SmolLM2-135M GGUF file (``python -m metacog.models fetch
@@ -15,7 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metacog import hidden as H
+from metacog import probe as H
+from metacog.probe import cache as probe_cache
+from metacog.probe.noise import _prompt_seed
 
 PROMPTS = {
     "paris": "Is Paris the capital of France?",
@@ -49,9 +51,17 @@ def smol():
 
 
 def test_import_does_not_pull_torch():
-    code = "import sys, metacog, metacog.hidden; print('torch' in sys.modules)"
+    code = "import sys, metacog, metacog.probe, metacog.hidden; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_old_name_reexports_the_public_names():
+    from metacog import hidden
+
+    assert sorted(hidden.__all__) == sorted(H.__all__)
+    for name in H.__all__:
+        assert getattr(hidden, name) is getattr(H, name), name
 
 
 def test_as_prompts_and_errors():
@@ -259,7 +269,7 @@ def test_batch_equals_one_trial_at_a_time(smol):
     # rebuild the noise independently and run trials 0 and 7 on their own
     ids = tok(H.format_prompt(tok, text), return_tensors="pt", add_special_tokens=False)["input_ids"]
     emb = model.get_input_embeddings()(ids)
-    gen = torch.Generator().manual_seed(H._prompt_seed(seed, H.format_prompt(tok, text)))
+    gen = torch.Generator().manual_seed(_prompt_seed(seed, H.format_prompt(tok, text)))
     noise = torch.randn((n_trials, *emb.shape[1:]), generator=gen) * (sigma * H.embedding_rms(model))
     with torch.no_grad():
         clean = model(inputs_embeds=emb, output_hidden_states=True).hidden_states
@@ -311,8 +321,8 @@ def test_cache_round_trip_without_recomputation(tmp_path, smol, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("recomputed instead of reading the cache")
 
-    monkeypatch.setattr(H, "noise_probe", boom)
-    monkeypatch.setattr(H, "load_model", boom)
+    monkeypatch.setattr(probe_cache.noise, "noise_probe", boom)
+    monkeypatch.setattr(probe_cache.loading, "load_model", boom)
     again = H.probe_cached(MODEL, PROMPTS, **kw, compute=False)
     assert again.attrs["from_cache"] is True
     pd.testing.assert_frame_equal(first, again, check_exact=True)
@@ -325,8 +335,13 @@ def test_cache_round_trip_without_recomputation(tmp_path, smol, monkeypatch):
 
     # a hit reads without torch: block the import in a fresh interpreter
     code = (
-        "import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None\n"
-        "from metacog import hidden as H\n"
+        "import sys\n"
+        "class Block:  # refuses torch and transformers (scipy trips over a None in sys.modules)\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('torch', 'transformers'):\n"
+        "            raise ImportError(name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from metacog import probe as H\n"
         f"t = H.probe_cached({MODEL!r}, {PROMPTS!r}, sigma=0.01, n_trials=4, seed=0, "
         f"layers={LAYERS!r}, cache={str(tmp_path)!r}, compute=False)\n"
         "print(len(t), t.attrs['from_cache'])"

@@ -28,6 +28,8 @@ __all__ = [
 ]
 
 # Intervals for verdicts (AUROC with DeLong's interval, proportions, bootstrap over items).
-from .intervals import AurocResult, BootResult, auroc_ci, bootstrap_items, proportion_ci  # noqa: E402
+from .intervals import (AurocResult, BootResult, auroc_ci, bootstrap_difference,  # noqa: E402
+                        bootstrap_items, proportion_ci)
 
-__all__ += ["AurocResult", "BootResult", "auroc_ci", "bootstrap_items", "proportion_ci"]
+__all__ += ["AurocResult", "BootResult", "auroc_ci", "bootstrap_difference", "bootstrap_items",
+            "proportion_ci"]

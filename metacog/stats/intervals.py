@@ -3,7 +3,8 @@
 - :func:`auroc_ci` — AUROC with DeLong's variance, refusing to vouch for it when a class is small.
 - :func:`proportion_ci` — Wilson or Clopper-Pearson (exact) interval of a proportion k / n.
 - :func:`bootstrap_items` — vectorised percentile bootstrap over the item rows of an
-  items x models matrix, for any statistic of that matrix.
+  items x models matrix, for any statistic of that matrix; :func:`bootstrap_difference`
+  the same for a difference between two independent samples of items.
 
 Intervals are reported as ``ci_low`` / ``ci_high``.
 """
@@ -188,6 +189,20 @@ def _as_2d(out, batch: int, where: str) -> np.ndarray:
                      f"B resampled matrices; got shape {a.shape} for B={batch}.")
 
 
+def _percentiles(draws: np.ndarray, ci: float):
+    """Percentile interval, standard error and count of the finite draws, per column."""
+    alpha = (1 - ci) / 2
+    ok = np.isfinite(draws)
+    with np.errstate(all="ignore"):
+        lo = np.array([np.quantile(draws[ok[:, j], j], alpha) if ok[:, j].any() else np.nan
+                       for j in range(draws.shape[1])])
+        hi = np.array([np.quantile(draws[ok[:, j], j], 1 - alpha) if ok[:, j].any() else np.nan
+                       for j in range(draws.shape[1])])
+        se = np.array([np.std(draws[ok[:, j], j], ddof=1) if ok[:, j].sum() > 1 else np.nan
+                       for j in range(draws.shape[1])])
+    return lo, hi, se, ok.sum(axis=0)
+
+
 def bootstrap_items(stat: Callable, matrix, *, n_boot: int = 2000, ci: float = 0.95, seed: int = 0,
                     vectorized: bool = True, chunk: int = 256, names=None) -> BootResult:
     """Percentile bootstrap of ``stat`` over the item rows of an items x models matrix.
@@ -227,19 +242,32 @@ def bootstrap_items(stat: Callable, matrix, *, n_boot: int = 2000, ci: float = 0
             idx = rng.integers(0, n, size=(n_boot, n))
             for i in range(n_boot):
                 draws[i] = np.atleast_1d(np.asarray(stat(x[idx[i]]), dtype=float)).ravel()
-    alpha = (1 - ci) / 2
-    ok = np.isfinite(draws)
-    with np.errstate(all="ignore"):
-        lo = np.array([np.quantile(draws[ok[:, j], j], alpha) if ok[:, j].any() else np.nan
-                       for j in range(est.size)])
-        hi = np.array([np.quantile(draws[ok[:, j], j], 1 - alpha) if ok[:, j].any() else np.nan
-                       for j in range(est.size)])
-        se = np.array([np.std(draws[ok[:, j], j], ddof=1) if ok[:, j].sum() > 1 else np.nan
-                       for j in range(est.size)])
+    lo, hi, se, ok = _percentiles(draws, ci)
     if names is None:
         names = (["value"] if est.size == 1 else
                  (list(matrix.columns) if isinstance(matrix, pd.DataFrame) and est.size == x.shape[1]
                   else [f"stat{j}" for j in range(est.size)]))
     if len(names) != est.size:
         raise ValueError(f"bootstrap_items: {len(names)} names for {est.size} statistics.")
-    return BootResult(list(names), est, lo, hi, se, ok.sum(axis=0), draws, n, ci)
+    return BootResult(list(names), est, lo, hi, se, ok, draws, n, ci)
+
+
+def bootstrap_difference(stat: Callable, a, b, *, n_boot: int = 2000, ci: float = 0.95, seed: int = 0,
+                         names=None) -> BootResult:
+    """Percentile bootstrap of ``stat(a) - stat(b)`` for two independent samples of items.
+
+    ``a`` and ``b`` are items x columns matrices (their rows need not match); each is
+    resampled on its own, from independent streams derived from ``seed``. ``stat`` is
+    vectorised as in :func:`bootstrap_items`. Returns a :class:`BootResult` of the
+    difference (``n_items`` is the total of both samples).
+    """
+    sa, sb = np.random.SeedSequence(seed).spawn(2)
+    ra = bootstrap_items(stat, a, n_boot=n_boot, ci=ci, seed=sa, names=names)
+    rb = bootstrap_items(stat, b, n_boot=n_boot, ci=ci, seed=sb, names=ra.statistics)
+    if ra.estimate.size != rb.estimate.size:
+        raise ValueError(f"bootstrap_difference: stat gives {ra.estimate.size} statistics on a "
+                         f"but {rb.estimate.size} on b; give both samples the same columns.")
+    draws = ra.draws - rb.draws
+    lo, hi, se, ok = _percentiles(draws, ci)
+    return BootResult(ra.statistics, ra.estimate - rb.estimate, lo, hi, se, ok, draws,
+                      ra.n_items + rb.n_items, ci)
