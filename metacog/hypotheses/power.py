@@ -164,7 +164,8 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, power_target: fl
         C, Y, info = analysis_block(confidence, correct, max_items=max_items, seed=seed)
     except ValueError as exc:
         row.update(models=int(confidence.shape[1]), items=int(confidence.shape[0]),
-                   note=f"no complete block of {MIN_MODELS} models whose judgments and correctness vary ({exc})")
+                   note=f"no complete block of {MIN_MODELS} models whose judgments and correctness vary "
+                        f"({str(exc).split(': ', 1)[-1].rstrip('.')})")
         return pd.DataFrame([row])
     row.update({k: v for k, v in info.items() if k not in ("dropped_models", "constant_models")},
                models_dropped=len(info["dropped_models"]), models_constant=len(info["constant_models"]))
