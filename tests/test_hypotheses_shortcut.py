@@ -207,3 +207,15 @@ def test_chapter_runs_on_a_small_synthetic_source(tmp_path):
     text = Path(nb).read_text()
     assert "Traceback" not in text and "symbolic-shortcut account" in text
     assert "has no recorded reasoning text" in text  # the detector says why it cannot run
+
+
+def test_source_without_flags_gets_one_sentence_and_no_verdict(tmp_path):
+    from metacog.panels import panels
+    from metacog.synth import example_responses, write_responses
+
+    src = write_responses(example_responses(n_models=5, n_items=40, seed=1), tmp_path / "mine.csv")
+    res = hs.tables(panels([str(src)]), n_boot=10)
+    assert len(res["notes"]) == 3 and res["notes"]["note"].str.contains("cannot run").all()
+    assert "reasoning_models parameter names none" in res["notes"]["note"].iloc[0]
+    assert hs.verdicts(res) == [] and hs.account_verdicts([]) == []
+    assert "could not be tested" in sd.verdict_paragraph([], [])

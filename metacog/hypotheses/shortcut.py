@@ -316,10 +316,17 @@ def tables(panelset, *, formal_domains=FORMAL, reasoning_models=(), n_boot: int 
             first = [c for c in ("panel", "source", "benchmark", "probe", "timing") if c in t]
             out[k] = t[first + [c for c in t.columns if c not in first]]
         else:
-            out[k] = pd.DataFrame(columns=["panel"])
+            out[k] = pd.DataFrame(columns=["panel", *_EMPTY[k]])
     out["notes"] = pd.DataFrame(notes, columns=["panel", "source", "benchmark", "probe", "timing", "note"])
     return out
 
+
+_EMPTY = {"flags": ["model", "reasoning", "twin", "twin_exact", "verified", "flag_from"],
+          "judges": ["subset", "model", "reasoning", "items", "advantage"],
+          "groups": ["subset", "reasoning_judges", "other_judges", "mean_reasoning", "mean_non_reasoning",
+                     "difference", "difference_ci_low",
+                     "difference_ci_high", "p_mann_whitney"],
+          "twins": ["pair", "exact", "subset", "pairs", "difference", "difference_ci_low", "difference_ci_high"]}
 
 _CLAIMS = {
     ("judges", "all items"): "reasoning judges are better calibrated to themselves than non-reasoning judges",

@@ -33,6 +33,7 @@ def flag_summary(flags: pd.DataFrame) -> pd.DataFrame:
 def display_groups(groups: pd.DataFrame) -> pd.DataFrame:
     """Reasoning against non-reasoning judges for a page: one row per panel and subset."""
     from metacog.hypotheses.common import with_ci
+    from metacog.report import fmt_p
 
     g = groups.assign(_o=groups["subset"].map({s: i for i, s in enumerate(ORDER)})).sort_values(
         ["panel", "_o"], kind="stable")
@@ -41,7 +42,7 @@ def display_groups(groups: pd.DataFrame) -> pd.DataFrame:
                         "mean self-advantage, reasoning": g["mean_reasoning"],
                         "mean self-advantage, non-reasoning": g["mean_non_reasoning"]})
     out = out.assign(**with_ci(g, "difference", "difference (95% CI)", digits=3))
-    out["one-sided Mann–Whitney p"] = g["p_mann_whitney"]
+    out["one-sided Mann–Whitney p"] = [fmt_p(x) if pd.notna(x) else "–" for x in g["p_mann_whitney"]]
     return out.reset_index(drop=True)
 
 
@@ -96,10 +97,10 @@ def verdict_paragraph(account: list, decided: list) -> str:
     parts = []
     for v in account:
         panel = v.claim.split(": ", 1)[0]
-        s = f"On {panel} the symbolic-shortcut account is **{v.status}**: {v.reason}."
+        s = f"On {panel} the symbolic-shortcut account: {v.status}. Why: {v.reason}."
         o = overall.get(panel)
         if o is not None and o.status == SUPPORTED and v.status != SUPPORTED:
-            s += (f" Reasoning judges are better calibrated to themselves overall ({o.interval()}), but "
+            s += (f" Reasoning judges are better calibrated to themselves overall, by {o.interval()}, but "
                   f"that alone is not the account: it predicts the advantage on formal items above all.")
         parts.append(s)
     return " ".join(parts)
