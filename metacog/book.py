@@ -26,7 +26,8 @@ from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from metacog import settings
+
 MANIFEST = "notebooks/manifest.yml"
 
 
@@ -36,6 +37,19 @@ class BookError(RuntimeError):
 
 class ParameterError(BookError, ValueError):
     """A parameter set does not fit a notebook's parameters cell."""
+
+
+def book_root(root: str | Path | None = None) -> Path:
+    """``root`` as a path, else the checkout :func:`metacog.settings.project_root` finds
+    (``$METACOG_PROJECT_ROOT`` or the nearest folder above the current one holding
+    ``notebooks/manifest.yml``). Raises :class:`BookError` naming the variable when there
+    is none."""
+    if root is not None:
+        return Path(root)
+    try:
+        return settings.require_project_root("the book")
+    except settings.ProjectRootError as exc:
+        raise BookError(str(exc)) from None
 
 
 @dataclass
@@ -117,8 +131,10 @@ def check_parameters(source: Path, parameters: dict, *, set_name: str = "") -> d
     return {**defaults, **parameters}
 
 
-def load_manifest(root: Path = ROOT, manifest: str = MANIFEST) -> list[Chapter]:
-    """Read and check the manifest: every chapter, its source and its merged parameters."""
+def load_manifest(root: Path | None = None, manifest: str = MANIFEST) -> list[Chapter]:
+    """Read and check the manifest: every chapter, its source and its merged parameters.
+    ``root`` defaults to :func:`book_root`."""
+    root = book_root(root)
     path = root / manifest
     try:
         spec = yaml.safe_load(path.read_text())
@@ -157,11 +173,13 @@ def page_title(source: Path) -> str:
     raise BookError(f"{source}: has no '# Title' heading; every page needs a distinct title.")
 
 
-def execute_chapter(chapter: Chapter, out_dir: Path, root: Path = ROOT) -> Path:
-    """Execute one chapter with papermill into ``out_dir/<page>.ipynb``."""
+def execute_chapter(chapter: Chapter, out_dir: Path, root: Path | None = None) -> Path:
+    """Execute one chapter with papermill into ``out_dir/<page>.ipynb`` (working directory:
+    ``root``, default :func:`book_root`); returns that path."""
     import jupytext
     import papermill
 
+    root = book_root(root)
     nb = _read_notebook(root / chapter.source)
     out_dir.mkdir(parents=True, exist_ok=True)
     staged = out_dir / f".{chapter.page}.source.ipynb"
@@ -240,9 +258,11 @@ def _fingerprint(chapter: Chapter, root: Path, shared: bytes) -> str:
     return h.hexdigest()
 
 
-def build(root: Path = ROOT, *, only: list[str] | None = None, html: bool = True,
+def build(root: Path | None = None, *, only: list[str] | None = None, html: bool = True,
           reuse: bool = True, out: Path | None = None) -> Path:
-    """Execute the chapters and render the book; return the path of index.html."""
+    """Execute the chapters and render the book; return the path of index.html.
+    ``root`` defaults to :func:`book_root`; ``out`` to ``<root>/_build``."""
+    root = book_root(root)
     out = out or root / "_build"
     src = out / "src"
     chapters = load_manifest(root)

@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from metacog.book import (MANIFEST, ROOT, BookError, Chapter, ParameterError, check_parameters,
+from metacog.book import (MANIFEST, BookError, Chapter, ParameterError, book_root, check_parameters,
                           execute_chapter, notebook_parameters, page_title)
 
 #: File suffixes a source string is read as a path for (anything with a '/' is a path too).
@@ -82,8 +82,10 @@ def _pages(spec: dict) -> list[str]:
     return [str(e.get("page")) for e in spec.get("chapters", []) or []]
 
 
-def reaimable_pages(root: Path = ROOT, manifest: str | Path = MANIFEST) -> list[str]:
-    """The manifest's pages whose notebook has a ``sources`` parameter."""
+def reaimable_pages(root: Path | None = None, manifest: str | Path = MANIFEST) -> list[str]:
+    """The manifest's pages whose notebook has a ``sources`` parameter (``root``: see
+    :func:`metacog.book.book_root`)."""
+    root = book_root(root)
     _, spec = _read_manifest(root, manifest)
     out = []
     for entry in spec.get("chapters", []) or []:
@@ -147,7 +149,7 @@ def parse_cut(text: str) -> tuple[str, str | float]:
 
 
 def chapter_spec(name: str, sources: list[str], *, parameters: dict | None = None,
-                 cuts: dict | None = None, root: Path = ROOT,
+                 cuts: dict | None = None, root: Path | None = None,
                  manifest: str | Path = MANIFEST) -> Chapter:
     """The chapter ``name`` with its manifest parameters re-aimed at ``sources``.
 
@@ -155,6 +157,7 @@ def chapter_spec(name: str, sources: list[str], *, parameters: dict | None = Non
     or a number and goes into the notebook's ``cuts`` parameter. Checks the result
     against the notebook's parameters cell; raises :class:`ChapterInputError`.
     """
+    root = book_root(root)
     path, spec = _read_manifest(root, manifest)
     entries = {str(e.get("page")): e for e in spec.get("chapters", []) or []}
     if name not in entries:
@@ -230,7 +233,7 @@ def _one_page_config(root: Path, title: str) -> dict:
     """The repository's ``_config.yml`` for a one-page book: same MathJax, bibliography, no execution."""
     config_file = root / "_config.yml"
     if not config_file.exists():
-        config_file = ROOT / "_config.yml"
+        config_file = book_root() / "_config.yml"
     config = yaml.safe_load(config_file.read_text()) or {}
     config["title"] = title
     config["only_build_toc_files"] = True
@@ -257,13 +260,14 @@ def _add_bibliography(notebook: Path) -> None:
     nbformat.write(nb, notebook)
 
 
-def render_page(executed: Path, out: Path, root: Path = ROOT) -> Path:
+def render_page(executed: Path, out: Path, root: Path | None = None) -> Path:
     """Render one executed notebook as a one-page Jupyter Book into ``out/html``.
 
     Returns the path of the page's HTML file. Warnings do not fail this build
     (``-W`` is off): a reference to another chapter has no target on one page and
     is shown as plain text. The build log goes to ``out/jupyter-book.log``.
     """
+    root = book_root(root)
     page = executed.stem
     html_dir = out / "html"
     log = out / "jupyter-book.log"
@@ -274,7 +278,7 @@ def render_page(executed: Path, out: Path, root: Path = ROOT) -> Path:
         _add_bibliography(src / executed.name)
         bib = root / "references.bib"
         if not bib.exists():
-            bib = ROOT / "references.bib"
+            bib = book_root() / "references.bib"
         shutil.copy2(bib, src / "references.bib")
         import nbformat
 
@@ -306,7 +310,7 @@ def warning_count(log: Path) -> int:
 
 
 def run(name: str, sources: list[str], out: str | Path, *, parameters: dict | None = None,
-        cuts: dict | None = None, root: str | Path = ROOT, manifest: str | Path = MANIFEST,
+        cuts: dict | None = None, root: str | Path | None = None, manifest: str | Path = MANIFEST,
         html: bool = True, log=None) -> Path:
     """Run chapter ``name`` on ``sources`` into ``out``; return the HTML page (or the notebook).
 
@@ -316,7 +320,7 @@ def run(name: str, sources: list[str], out: str | Path, *, parameters: dict | No
     relative to the current directory; ``cuts`` keys are the sources as given.
     ``log`` is a callable for progress lines (default: none).
     """
-    root, out = Path(root).resolve(), Path(out).resolve()
+    root, out = book_root(root).resolve(), Path(out).resolve()
     say = log or (lambda _msg: None)
     resolved = [source_arg(s) for s in sources]
     cuts = {source_arg(k): v for k, v in (cuts or {}).items()}

@@ -17,9 +17,11 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-#: Where recorded runs live; $METACOG_RESPONSES_DIR points the book at another folder.
-RESPONSES = Path(os.environ.get("METACOG_RESPONSES_DIR") or ROOT / "data" / "responses")
+from metacog import settings
+
+#: Where recorded runs live: $METACOG_RESPONSES_DIR, else ``<data dir>/responses``
+#: (:func:`metacog.settings.data_dir`; ``data/responses`` of the checkout when run inside it).
+RESPONSES = Path(os.environ.get("METACOG_RESPONSES_DIR") or settings.data_dir() / "responses")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ import pytest
 
 from metacog import collect, schema
 
+REPO = Path(__file__).resolve().parents[1]
+
 RUNS = """
 runs:
   tiny:
@@ -95,7 +97,7 @@ def test_loading_an_unrecorded_run_says_how_to_record_it(responses):
 
 
 def test_recorded_runs_in_the_repository_conform_and_hold_no_secrets():
-    folder = Path(collect.ROOT) / "data" / "responses"
+    folder = REPO / "data" / "responses"
     declared = collect.runs(folder / "runs.yml")
     key = re.compile(r"(sk-[A-Za-z0-9_\-]{16,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{30,})")
     for f in folder.glob("*.parquet"):
@@ -118,7 +120,7 @@ def test_recorded_calls_replay_identically_when_asked_live(run_name, probe, n):
 
     if not local.available():
         pytest.skip("llama-cpp-python or the SmolLM2 file is missing: run scripts/install_local.sh smollm2-135m")
-    folder = Path(collect.ROOT) / "data" / "responses"
+    folder = REPO / "data" / "responses"
     run = collect.runs(folder / "runs.yml")[run_name]
     recorded = pd.read_parquet(folder / f"{run_name}.parquet")
     model = "local/smollm2-135m"
