@@ -55,8 +55,12 @@ class Panel:
     def models(self) -> list[str]:
         return list(self.confidence.columns)
 
-    def summary(self) -> dict:
-        """One row of :meth:`PanelSet.summary`."""
+    def summary(self) -> pd.DataFrame:
+        """This panel as a one-row DataFrame (the columns of :meth:`PanelSet.summary`)."""
+        return pd.DataFrame([self.row()])
+
+    def row(self) -> dict:
+        """One row of :meth:`PanelSet.summary`, as a dict."""
         yes = self.cut_report["yes_share"]
         return {"panel": self.name, "source": self.source, "benchmark": self.benchmark,
                 "probe": self.probe, "models": self.confidence.shape[1],
@@ -86,7 +90,7 @@ class PanelSet:
         min/max over models, and the share of correct answers."""
         cols = ["panel", "source", "benchmark", "probe", "models", "items", "cut", "yes_share_min",
                 "yes_share_max", "correct_share"]
-        return pd.DataFrame([p.summary() for p in self.panels], columns=cols)
+        return pd.DataFrame([p.row() for p in self.panels], columns=cols)
 
 
 def _cut_for(source: str, label: str, cuts: dict, default):

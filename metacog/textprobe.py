@@ -22,13 +22,13 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
 from metacog.shortcut import detect_inline_solving
+from metacog.stats import auroc
 
 
 def _phrases(words: list[str]) -> re.Pattern:
@@ -156,28 +156,6 @@ def _binary(y, name: str) -> np.ndarray:
     return arr
 
 
-def _auc(y: np.ndarray, s: np.ndarray) -> float:
-    """Mann-Whitney AUROC (ties count half); y must hold both classes."""
-    r = rankdata(s)
-    n1 = y.sum()
-    n0 = y.size - n1
-    return float((r[y == 1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
-
-
-def auroc(score, correct) -> float:
-    """AUROC of ``score`` for telling correct (1) from wrong (0) answers (ties count half)."""
-    y = _binary(correct, "correct")
-    s = np.asarray(score, dtype=float).ravel()
-    if s.shape != y.shape:
-        raise ValueError(f"auroc: score has {s.size} values but correct has {y.size}.")
-    if np.isnan(s).any():
-        raise ValueError("auroc: score has missing values.")
-    if y.min() == y.max():
-        raise ValueError("auroc: correct has only one class, so AUROC is undefined; "
-                         "it needs both correct and wrong answers.")
-    return _auc(y, s)
-
-
 class ReasoningTextProbe:
     """Logistic regression on :func:`features`, scored out of fold.
 
@@ -215,7 +193,7 @@ class ReasoningTextProbe:
         self.y_ = y
         self.oof_proba_ = cross_val_predict(self._pipeline(), X.to_numpy(), y, cv=folds,
                                             method="predict_proba")[:, 1]
-        self.auroc_ = auroc(self.oof_proba_, y)
+        self.auroc_ = auroc(y, self.oof_proba_)
         self.pipeline_ = self._pipeline().fit(X.to_numpy(), y)
         self.coef_ = pd.Series(self.pipeline_[-1].coef_[0], index=FEATURES, name="coef")
         return self
@@ -257,7 +235,7 @@ def compare_auroc(correct, scores: dict, n_boot: int = 1000, seed: int = 0,
     ref = reference if reference is not None else list(S)[-1]
     if ref not in S:
         raise ValueError(f"compare_auroc: reference {ref!r} is not one of {list(S)}.")
-    point = {n: auroc(s, y) for n, s in S.items()}
+    point = {n: auroc(y, s) for n, s in S.items()}
     rng = np.random.default_rng(seed)
     n = len(y)
     boots = {name: [] for name in S}
@@ -267,7 +245,7 @@ def compare_auroc(correct, scores: dict, n_boot: int = 1000, seed: int = 0,
         if yb.min() == yb.max():
             continue
         for name, s in S.items():
-            boots[name].append(_auc(yb, s[idx]))
+            boots[name].append(auroc(yb, s[idx]))
     B = {k: np.asarray(v) for k, v in boots.items()}
     rows = []
     for name in S:
@@ -323,7 +301,7 @@ def sample_mean_auroc(judgments, correct, ks=None, n_draws: int = 200, seed: int
             sub = J[:, cols]
             cnt = (~np.isnan(sub)).sum(axis=1)
             score = np.where(cnt > 0, np.nansum(sub, axis=1) / np.maximum(cnt, 1), 0.5)
-            vals.append(auroc(score, y))
+            vals.append(auroc(y, score))
         rows.append({"k": k, "auroc": float(np.mean(vals)),
                      "sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0,
                      "n_subsets": len(vals)})

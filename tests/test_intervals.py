@@ -54,8 +54,8 @@ def test_delong_se_agrees_with_bootstrap_on_simulated_data():
     res = auroc_ci(y, s)
     boot = bootstrap_ci(lambda a, b: auroc(a, b), y, s, n_boot=1500, seed=1)
     assert res.se == pytest.approx(float(boot["se"].iloc[0]), rel=0.12)
-    assert res.ci_low == pytest.approx(float(boot["lo"].iloc[0]), abs=0.02)
-    assert res.ci_high == pytest.approx(float(boot["hi"].iloc[0]), abs=0.02)
+    assert res.ci_low == pytest.approx(float(boot["ci_low"].iloc[0]), abs=0.02)
+    assert res.ci_high == pytest.approx(float(boot["ci_high"].iloc[0]), abs=0.02)
 
 
 def test_delong_interval_covers_a_planted_auroc():

@@ -128,7 +128,7 @@ def test_bootstrap_deterministic_and_covers():
     a = bootstrap_ci(f, conf, corr, n_boot=300, seed=1)
     b = bootstrap_ci(f, conf, corr, n_boot=300, seed=1)
     pd.testing.assert_frame_equal(a, b)
-    assert (a.lo <= a.estimate).all() and (a.estimate <= a.hi).all()
+    assert (a.ci_low <= a.estimate).all() and (a.estimate <= a.ci_high).all()
     assert a.set_index("statistic").loc["auroc", "se"] > 0
     g = bootstrap_ci(f, conf, corr, n_boot=100, seed=1, groups=np.arange(300) // 3)
     assert g.n_boot.min() == 100

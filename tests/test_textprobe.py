@@ -2,8 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metacog.textprobe import (FEATURES, ReasoningTextProbe, auroc, compare_auroc, features,
-                               sample_mean_auroc)
+from metacog.stats import auroc
+from metacog.textprobe import FEATURES, ReasoningTextProbe, compare_auroc, features, sample_mean_auroc
 
 SURE = ["I definitely know this; it is a well-known fact.", "I recall this clearly from my training.",
         "This is basic and straightforward, certainly yes.", "I remember the answer, of course."]
@@ -50,7 +50,7 @@ def test_probe_finds_planted_signal_out_of_fold():
     texts, y = _synthetic()
     probe = ReasoningTextProbe(C=1.0, cv=5, seed=0).fit(texts, y)
     assert probe.oof_proba_.shape == (300,)
-    oracle = auroc(np.array([t.strip() in SURE for t in texts]), y)  # the planted signal itself
+    oracle = auroc(y, np.array([t.strip() in SURE for t in texts]))  # the planted signal itself
     assert 0.7 < oracle < 0.9
     assert oracle - 0.06 < probe.auroc_ <= oracle + 0.02
     assert probe.coef_["certainty"] > 0 and probe.coef_["hedges"] < 0
@@ -81,17 +81,20 @@ def test_probe_compare_with_noisy_judgment():
     assert table["score"].tolist() == ["text_probe", "judgment"]
     row = table.set_index("score").loc["text_probe"]
     assert row["diff_vs_ref"] > 0.1 and row["diff_ci_low"] > 0 and row["p_not_better"] < 0.05
-    assert table.set_index("score").loc["judgment", "auroc"] == pytest.approx(auroc(judgment, y))
+    assert table.set_index("score").loc["judgment", "auroc"] == pytest.approx(auroc(y, judgment))
 
 
 def test_auroc_and_compare_basics():
     y = np.array([0, 0, 1, 1])
-    assert auroc([0.1, 0.2, 0.8, 0.9], y) == 1.0
-    assert auroc([1, 1, 1, 1], y) == 0.5
-    with pytest.raises(ValueError, match="one class"):
-        auroc([0.1, 0.2], [1, 1])
-    with pytest.raises(ValueError, match="0/1"):
-        auroc([0.1, 0.2], [1, 2])
+    # one AUROC for the whole package: metacog.stats.auroc(labels, score)
+    assert auroc(y, [0.1, 0.2, 0.8, 0.9]) == 1.0
+    assert auroc(y, [0.9, 0.8, 0.2, 0.1]) == 0.0
+    assert auroc(y, [1, 1, 1, 1]) == 0.5
+    assert np.isnan(auroc([1, 1], [0.1, 0.2]))  # one class: undefined, NaN
+    with pytest.raises(ValueError, match="0 or 1"):
+        auroc([1, 2], [0.1, 0.2])
+    one = compare_auroc([1, 1, 1], {"a": [0.1, 0.2, 0.3]}, n_boot=20)
+    assert one["auroc"].isna().all() and one["ci_low"].isna().all()
     t = compare_auroc(y, {"a": [0.1, 0.2, 0.8, 0.9], "b": [0.1, 0.2, 0.8, 0.9]}, n_boot=50)
     assert (t["diff_vs_ref"] == 0).all()
 
@@ -108,7 +111,7 @@ def test_sample_mean_auroc_grows_with_k():
     assert t["auroc"].iloc[-1] > 0.75
     # k=1 enumerates all single columns: equals the mean per-column AUROC
     assert t["n_subsets"].iloc[0] == S
-    assert t["auroc"].iloc[0] == pytest.approx(np.mean([auroc(J[:, j], y) for j in range(S)]))
+    assert t["auroc"].iloc[0] == pytest.approx(np.mean([auroc(y, J[:, j]) for j in range(S)]))
     assert t["n_subsets"].iloc[-1] == 1
 
 

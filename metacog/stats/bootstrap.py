@@ -34,7 +34,8 @@ def bootstrap_ci(stat: Callable, *arrays, n_boot: int = 2000, ci: float = 0.95, 
 
     groups : optional labels (one per item); when given, whole groups are resampled (cluster
         bootstrap), e.g. item families.
-    Returns columns statistic, estimate, lo, hi, se, n_boot (resamples where stat was finite).
+    Returns a DataFrame with columns statistic, estimate, ci_low, ci_high, se, n_boot
+    (resamples where stat was finite).
     """
     if not arrays:
         raise ValueError("bootstrap_ci: pass at least one array of items.")
@@ -69,6 +70,6 @@ def bootstrap_ci(stat: Callable, *arrays, n_boot: int = 2000, ci: float = 0.95, 
     lo = np.nanquantile(draws, alpha, axis=0)
     hi = np.nanquantile(draws, 1 - alpha, axis=0)
     return pd.DataFrame({
-        "statistic": est.index, "estimate": est.to_numpy(), "lo": lo, "hi": hi,
+        "statistic": est.index, "estimate": est.to_numpy(), "ci_low": lo, "ci_high": hi,
         "se": np.nanstd(draws, axis=0, ddof=1), "n_boot": np.isfinite(draws).sum(axis=0),
     })

@@ -35,9 +35,11 @@ class BrierResult:
     n: int
     table: pd.DataFrame
 
-    def summary(self) -> dict:
-        return {"brier": self.brier, "reliability": self.reliability, "resolution": self.resolution,
-                "uncertainty": self.uncertainty, "residual": self.residual, "n": self.n}
+    def summary(self) -> pd.DataFrame:
+        """One row: brier, reliability, resolution, uncertainty, residual, n."""
+        return pd.DataFrame([{"brier": self.brier, "reliability": self.reliability,
+                              "resolution": self.resolution, "uncertainty": self.uncertainty,
+                              "residual": self.residual, "n": self.n}])
 
 
 def _bin_codes(x, n_bins, strategy):
@@ -97,8 +99,10 @@ class ECEResult:
     strategy: str
     table: pd.DataFrame
 
-    def summary(self) -> dict:
-        return {"ece": self.ece, "mce": self.mce, "n": self.n, "n_bins": self.n_bins, "strategy": self.strategy}
+    def summary(self) -> pd.DataFrame:
+        """One row: ece, mce, n, n_bins, strategy."""
+        return pd.DataFrame([{"ece": self.ece, "mce": self.mce, "n": self.n, "n_bins": self.n_bins,
+                              "strategy": self.strategy}])
 
 
 def ece(confidence, correct, n_bins: int = 10, strategy: str = "uniform") -> ECEResult:
@@ -131,7 +135,11 @@ def ece(confidence, correct, n_bins: int = 10, strategy: str = "uniform") -> ECE
 def auroc(labels, scores) -> float:
     """Area under the ROC curve of ``scores`` for binary ``labels`` (Mann-Whitney; ties = 1/2).
 
-    NaN when only one class is present.
+    The book's one AUROC: labels first (0/1 or booleans), then the score, higher meaning
+    "label 1". Pairs with a missing label or score are dropped. Returns a float: NaN when,
+    after that, only one class is present (AUROC is undefined; callers that must refuse
+    check for NaN). Raises ValueError for labels other than 0/1, unequal lengths or no
+    complete pair. :func:`metacog.stats.auroc_ci` adds DeLong's interval.
     """
     s, y = paired_vectors(scores, labels, names=("scores", "labels"), unit_a=False)
     n1 = int(y.sum())

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy.optimize import minimize
 from scipy.special import ndtr, ndtri
 
@@ -36,9 +37,10 @@ class MetaDResult:
     n_ratings: int
     converged: bool
 
-    def summary(self) -> dict:
-        return {"dprime": self.dprime, "meta_d": self.meta_d, "m_ratio": self.m_ratio,
-                "m_diff": self.m_diff, "loglik": self.loglik}
+    def summary(self) -> pd.DataFrame:
+        """One row: dprime, meta_d, m_ratio, m_diff, loglik."""
+        return pd.DataFrame([{"dprime": self.dprime, "meta_d": self.meta_d, "m_ratio": self.m_ratio,
+                              "m_diff": self.m_diff, "loglik": self.loglik}])
 
 
 def _unpack(theta, K):
