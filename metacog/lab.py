@@ -16,7 +16,6 @@ confidence by its AUROC with DeLong's interval, decides the claims with
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -26,7 +25,8 @@ import pandas as pd
 from metacog.hypotheses.common import short_model
 from metacog.report import fmt_ci, fmt_count, fmt_num, pretty
 
-ROOT = Path(__file__).resolve().parents[1]
+#: The package's own folder: nothing is ever written into it.
+PACKAGE = Path(__file__).resolve().parent
 #: The benchmark the lab asks and the recorded run it replays (the audit set under C0/C1/C2).
 BENCHMARK = "audit"
 RECORDED_RUN = "audit_policies"
@@ -37,14 +37,18 @@ LAB = "this lab"
 
 def cache_folder(cache_dir: str = "") -> Path:
     """Where a live lab keeps its response cache: ``cache_dir`` when given, else ``lab`` in
-    the user cache ($METACOG_CACHE_DIR or ~/.cache/metacog). Raises ValueError for a folder
-    inside the repository (the lab's replies never belong there)."""
-    base = os.environ.get("METACOG_CACHE_DIR") or Path.home() / ".cache" / "metacog"
-    path = Path(cache_dir).expanduser() if str(cache_dir).strip() else Path(base) / "lab"
+    the user cache (:func:`metacog.data.fetch.cache_dir`). Raises ValueError for a folder
+    inside the book's checkout or the package (the lab's replies never belong there)."""
+    from metacog import settings
+    from metacog.data.fetch import cache_dir as user_cache
+
+    path = Path(cache_dir).expanduser() if str(cache_dir).strip() else user_cache() / "lab"
     path = path.resolve()
-    if path == ROOT or ROOT in path.parents:
-        raise ValueError(f"cache_dir {cache_dir!r}: the lab's response cache must live outside the "
-                         f"repository; leave cache_dir empty (the user cache) or give a temporary folder.")
+    for root in (settings.project_root(), PACKAGE):
+        if root is not None and (path == root or root in path.parents):
+            raise ValueError(f"cache_dir {cache_dir!r}: the lab's response cache must live outside the "
+                             f"repository; leave cache_dir empty (the user cache) or give a temporary "
+                             f"folder.")
     return path
 
 
@@ -218,6 +222,40 @@ def agreement(lab: pd.DataFrame, policy: str = "c0") -> pd.DataFrame:
                      "max_p_yes_diff": float((g["p_yes"] - g["p_yes_rec"]).abs().max())})
     return pd.DataFrame(rows, columns=["model", "items", "same_decision", "same_confidence",
                                        "max_p_yes_diff"])
+
+
+def timing_sentence(responses: pd.DataFrame) -> str:
+    """What the lab's responses cost: calls made and replayed from the cache and the wall time
+    of a live run, or the recorded model time of a replay (about what a live run would take)."""
+    a = responses.attrs
+    if a.get("mode") == "live":
+        secs = a.get("seconds", 0.0)
+        took = "under a second" if secs < 1 else f"{fmt_num(secs, 0)} seconds"
+        return (f"This run made {fmt_count(a.get('asked', 0), 'call')} and replayed "
+                f"{fmt_count(a.get('cached', 0), 'call')} from the cache in {took}.")
+    recorded = float(responses["latency_s"].sum()) if "latency_s" in responses else float("nan")
+    if not np.isfinite(recorded):
+        return "The recording does not say how long its calls took."
+    return (f"When they were recorded the calls took {fmt_num(recorded, 0)} seconds of model time in "
+            f"all, so a live run of this size takes about that long plus the model's loading time.")
+
+
+def agreement_sentence(responses: pd.DataFrame, model: str, policy: str = "c0") -> str:
+    """How a live run compares with the recording, in words; for a replay, that it is the
+    recording."""
+    if responses.attrs.get("mode") != "live":
+        return ("This page replays the recording, so its rows are the recorded ones; run it live to "
+                "see how exactly greedy decoding reproduces them.")
+    agree = agreement(responses, policy)
+    if agree.empty:
+        return (f"The recorded run {RECORDED_RUN} does not hold {short_model(model)} under "
+                f"{policy.upper()} on these items, so there is nothing to reproduce.")
+    a = agree.iloc[0]
+    diff = ("is the same to within 10⁻⁶" if a["max_p_yes_diff"] < 1e-6
+            else f"differs by at most {fmt_num(a['max_p_yes_diff'], 3)}")
+    return (f"Asked live, {a['model']} gave the recorded Yes/No on {fmt_num(a['same_decision'], pct=True)} "
+            f"of the {fmt_count(a['items'], 'item')} both hold and the recorded stated confidence on "
+            f"{fmt_num(a['same_confidence'], pct=True)}; its first-token P(Yes) {diff}.")
 
 
 def verdicts(table: pd.DataFrame, policy: str = "c0", run: str = LAB) -> list:

@@ -88,6 +88,8 @@ def test_replay_reads_the_recorded_run_without_a_model():
     s = lab.width_sentence(table, "local/smollm2-135m")
     assert "With 30 items" in s and "132 items" in s
     assert lab.agreement(r)["same_decision"].iloc[0] == 1.0  # the replay is the recording
+    assert "seconds of model time" in lab.timing_sentence(r)
+    assert "replays the recording" in lab.agreement_sentence(r, "local/smollm2-135m")
 
 
 def test_bad_inputs_say_what_to_do(tmp_path):
@@ -99,6 +101,8 @@ def test_bad_inputs_say_what_to_do(tmp_path):
         lab.ask(10, policy="prospective")
     with pytest.raises(ValueError, match="outside the repository"):
         lab.cache_folder(str(ROOT / "data" / "lab-cache"))
+    with pytest.raises(ValueError, match="outside the repository"):
+        lab.cache_folder(str(lab.PACKAGE / "cache"))
     assert lab.cache_folder(str(tmp_path)) == tmp_path.resolve()
     assert lab.cache_folder("").name == "lab"
     assert "--n-items 12 --seed 3" in lab.elicit_command(12, seed=3)
