@@ -9,13 +9,15 @@ its own source tree. Two places matter:
   Building the book or running a chapter needs it (:func:`require_project_root`).
 * :func:`data_dir` — the data this project writes and replays (recorded responses in
   ``responses/``, the hidden-state study in ``probe/``): ``$METACOG_DATA_DIR`` if set, else
-  ``<project root>/data`` when there is a project root, else ``<user cache>/data`` (the user
-  cache is ``$METACOG_CACHE_DIR``, else ``$XDG_CACHE_HOME/metacog``, else
-  ``~/.cache/metacog``; see :func:`metacog.data.fetch.cache_dir`).
+  ``<project root>/data`` when there is a project root, else ``<user cache>/data``.
+* :func:`user_cache_dir` — the user cache (downloaded datasets, response and result
+  caches): ``$METACOG_CACHE_DIR``, else ``$XDG_CACHE_HOME/metacog``, else
+  ``~/.cache/metacog`` (what :func:`metacog.data.fetch.cache_dir` returns).
 
 Run from the repository root (tests, ``make book``, papermill with cwd = repo root) both
 resolve to the checkout, exactly as before. Everything is read at call time, so setting
-an environment variable takes effect without re-importing anything.
+an environment variable takes effect without re-importing anything. This module imports
+nothing from the package (it is the bottom layer).
 """
 
 from __future__ import annotations
@@ -75,6 +77,13 @@ def data_dir() -> Path:
     root = project_root()
     if root is not None:
         return root / "data"
-    from metacog.data.fetch import cache_dir
+    return user_cache_dir() / "data"
 
-    return cache_dir() / "data"
+
+def user_cache_dir() -> Path:
+    """The user cache root: ``$METACOG_CACHE_DIR``, else ``$XDG_CACHE_HOME/metacog``, else
+    ``~/.cache/metacog``. Not created here."""
+    if os.environ.get("METACOG_CACHE_DIR"):
+        return Path(os.environ["METACOG_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "metacog"

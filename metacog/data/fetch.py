@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from metacog import settings
 from metacog.data.registry import DATASETS
 
 MANIFESTS = Path(__file__).with_name("manifests")
@@ -22,11 +23,9 @@ class DatasetNotFoundError(FileNotFoundError):
 
 
 def cache_dir() -> Path:
-    """The user cache root: $METACOG_CACHE_DIR, else $XDG_CACHE_HOME/metacog, else ~/.cache/metacog."""
-    if os.environ.get("METACOG_CACHE_DIR"):
-        return Path(os.environ["METACOG_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "metacog"
+    """The user cache root: $METACOG_CACHE_DIR, else $XDG_CACHE_HOME/metacog, else ~/.cache/metacog
+    (:func:`metacog.settings.user_cache_dir`)."""
+    return settings.user_cache_dir()
 
 
 @functools.cache

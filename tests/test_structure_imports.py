@@ -1,0 +1,173 @@
+"""The package's import graph, read from the source (ast, nothing is imported): no import
+loops between modules, and the low layers never import the high ones.
+
+A module "imports" another when it names it in ``import`` / ``from ... import`` (a name
+taken from a package that is a submodule counts as that submodule; importing
+``a.b.c`` also runs the packages ``a.b`` and ``a``, except those the importer lives in).
+Loops are checked on the imports that run when a module is imported (module level, outside
+``if TYPE_CHECKING``); the layering is checked on every import, lazy ones included.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "metacog"
+
+LOW = ("metacog.stats", "metacog.data", "metacog.schema", "metacog.tables")
+HIGH = ("metacog.hypotheses", "metacog.book", "metacog.chapter", "metacog.cli")
+
+
+def module_names() -> dict[str, Path]:
+    out = {}
+    for f in PACKAGE.rglob("*.py"):
+        parts = list(f.relative_to(REPO).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = f
+    return out
+
+
+MODULES = module_names()
+
+
+def _is_package(name: str) -> bool:
+    return MODULES.get(name, Path()).name == "__init__.py"
+
+
+def _ancestors(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _resolve(importer: str, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = importer.split(".")
+    if not _is_package(importer):
+        base = base[:-1]
+    base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _targets(importer: str, node) -> list[str]:
+    names = []
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    else:
+        mod = _resolve(importer, node)
+        for a in node.names:
+            sub = f"{mod}.{a.name}"
+            names.append(sub if sub in MODULES else mod)
+    out = []
+    own = set(_ancestors(importer))
+    for n in names:
+        while n and n not in MODULES:  # 'metacog.x.attr' -> 'metacog.x'
+            n = n.rpartition(".")[0]
+        if not n.startswith("metacog"):
+            continue
+        out += [p for p in _ancestors(n) if p != "metacog" and p not in own] + [n]
+    return [t for t in out if t != importer]
+
+
+def _type_checking(node) -> bool:
+    t = node.test
+    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or \
+        (isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+
+
+def _walk_eager(body):
+    """Import statements run at import time (not inside functions, classes' methods or TYPE_CHECKING)."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If):
+            if not _type_checking(node):
+                yield from _walk_eager(node.body)
+            yield from _walk_eager(node.orelse)
+        elif isinstance(node, (ast.Try, ast.With)):
+            for part in (node.body, *(h.body for h in getattr(node, "handlers", [])),
+                         getattr(node, "orelse", []), getattr(node, "finalbody", [])):
+                yield from _walk_eager(part)
+        elif isinstance(node, ast.ClassDef):
+            yield from _walk_eager(node.body)
+
+
+def import_graph(eager_only: bool) -> dict[str, set[str]]:
+    graph = {}
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        nodes = (_walk_eager(tree.body) if eager_only else
+                 (n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))))
+        graph[name] = {t for n in nodes for t in _targets(name, n)}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan), each sorted."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def _under(name: str, prefixes) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def test_graph_reader_sees_known_edges():
+    g = import_graph(eager_only=True)
+    assert "metacog.probe.cache" in g["metacog.probe.design"]
+    assert "metacog.stats.intervals" in g["metacog.stats"]  # a package's own submodules
+    assert "metacog.stats" not in g["metacog.stats.axis"]  # but not its parent, from inside
+    lazy = import_graph(eager_only=False)
+    assert "metacog.models" in lazy["metacog.probe.loading"]  # imported inside a function
+    assert "metacog.models" not in g["metacog.probe.loading"]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_settings_is_the_bottom_layer():
+    assert import_graph(eager_only=False)["metacog.settings"] == set()
+
+
+def test_no_import_loops():
+    found = cycles(import_graph(eager_only=True))
+    assert found == [], "import loops (module-level imports): " + "; ".join(" <-> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize("low", LOW)
+def test_low_layers_never_import_high_ones(low):
+    g = import_graph(eager_only=False)
+    bad = sorted(f"{m} -> {t}" for m, ts in g.items() if _under(m, [low])
+                 for t in ts if _under(t, HIGH))
+    assert bad == []
+    for m, path in MODULES.items():
+        if _under(m, [low]):
+            assert "notebooks/" not in path.read_text(), f"{m} reaches into notebooks/"
