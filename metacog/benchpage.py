@@ -75,7 +75,8 @@ def gate_sentence(gate: pd.DataFrame, what: str = "answers") -> str:
     if not n:
         return "No model has graded attempts, so no model can be judged."
     if not good:
-        who = "the run's one model carry" if n == 1 else f"none of the {fmt_count(n, 'model')} carry"
+        who = ("the run's one model carry no" if n == 1
+               else f"none of the {fmt_count(n, 'model')} carry")
         return (f"The {what} of {who} signal above chance and the "
                 f"majority baseline: every model stays in the tables, marked, and out of every "
                 f"metacognitive claim below, since a judgment of knowledge that is not there says nothing.")

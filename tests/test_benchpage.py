@@ -129,3 +129,10 @@ def test_display_verdicts_hides_numbers_resting_on_too_few_cases():
     scores = bp.judgment_scores(df, "prospective", bp.model_gate(df, min_items=5))
     shown = bp.display_verdicts(bp.judgment_verdicts(scores))
     assert (shown["estimate (95% CI)"] == "not shown (see why)").all()
+
+
+def test_gate_sentence_for_one_model_at_chance_says_it_carries_no_signal():
+    from metacog.benchpage import gate_sentence
+
+    s = gate_sentence(pd.DataFrame({"model": ["local/x"], "carries_signal": [False]}))
+    assert "carry no signal" in s
