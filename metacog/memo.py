@@ -2,7 +2,7 @@
 
 ``memo(func, *args, **kwargs)`` returns ``func(*args, **kwargs)``, computing it only when no
 result is stored for the same function, the same arguments and the same source code of the
-``metacog`` package. Results live in ``<cache>/results/`` where ``<cache>`` is
+function's module and every ``metacog`` module it imports, directly or not. Results live in ``<cache>/results/`` where ``<cache>`` is
 ``$METACOG_CACHE_DIR`` (else ``$XDG_CACHE_HOME/metacog``, else ``~/.cache/metacog``); set
 ``METACOG_NO_MEMO=1`` to always recompute. Writes are atomic, so a killed process leaves no
 half-written result, and an unreadable stored result is recomputed rather than trusted.
@@ -23,11 +23,60 @@ import pandas as pd
 PACKAGE = Path(__file__).resolve().parent
 
 
+def _module_file(name: str) -> Path | None:
+    """The source file of a ``metacog`` module name, or None when it is not part of the package."""
+    if name != "metacog" and not name.startswith("metacog."):
+        return None
+    parts = name.split(".")[1:]
+    if not parts:
+        return PACKAGE / "__init__.py"
+    rel = Path(*parts)
+    for cand in (PACKAGE / rel.with_suffix(".py"), PACKAGE / rel / "__init__.py"):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def _imports(path: Path, name: str) -> set[str]:
+    """The ``metacog`` modules a source file imports (absolute and relative imports)."""
+    import ast
+
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([base] if base else []))
+            out.add(base)
+            out.update(f"{base}.{a.name}" for a in node.names)
+    return {m for m in out if _module_file(m) is not None}
+
+
 @functools.cache
-def code_version() -> str:
-    """sha256 of every .py file of the package: any code change gives new keys."""
+def code_version(module: str = "metacog") -> str:
+    """sha256 of the source of ``module`` and of every ``metacog`` module it imports, directly
+    or not: a change to any of them gives new keys, a change elsewhere in the package does not.
+    ``code_version()`` (the whole package) hashes every .py file."""
+    if module == "metacog":
+        files = sorted(PACKAGE.rglob("*.py"))
+    else:
+        seen, todo = set(), [module]
+        while todo:
+            m = todo.pop()
+            if m in seen:
+                continue
+            seen.add(m)
+            f = _module_file(m)
+            if f is not None:
+                todo.extend(_imports(f, m) - seen)
+        files = sorted({_module_file(m) for m in seen} - {None})
     h = hashlib.sha256()
-    for p in sorted(PACKAGE.rglob("*.py")):
+    for p in files:
         h.update(str(p.relative_to(PACKAGE)).encode())
         h.update(p.read_bytes())
     return h.hexdigest()
@@ -68,7 +117,7 @@ def key(func, args, kwargs) -> str:
     """The content address of one call."""
     h = hashlib.sha256()
     h.update(f"{func.__module__}.{func.__qualname__}".encode())
-    h.update(code_version().encode())
+    h.update(code_version(func.__module__).encode())
     _feed(h, list(args))
     _feed(h, dict(kwargs))
     return h.hexdigest()

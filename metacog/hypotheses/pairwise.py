@@ -160,10 +160,7 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, alpha: float = 0
 
 def stats_self_other(C: pd.DataFrame, Y: pd.DataFrame, *, n_perm: int, seed: int):
     """The self-versus-other permutation test of :mod:`metacog.stats` (aligned on items)."""
-    test = getattr(stats, "self_other_test", None)
-    if test is None:  # older layout: the test lived in metacog.power
-        from metacog.power import self_other_test as test
-    return test(C, Y, n_perm=n_perm, seed=seed)
+    return stats.self_other_test(C, Y, n_perm=n_perm, seed=seed)
 
 
 def table(panelset, *, alpha: float = 0.05, unanimous_rule: str = "either", n_perm: int = 999,
