@@ -200,12 +200,22 @@ def execute_chapter(chapter: Chapter, out_dir: Path, root: Path | None = None) -
         raise BookError(f"chapter {chapter.page!r} ({chapter.source}) failed in {detail}") from None
     finally:
         staged.unlink(missing_ok=True)
-    _finish(target, chapter.title)
+    _finish(target, chapter.title, chapter.page)
     return target
 
 
-def _finish(path: Path, title: str) -> None:
-    """Show the parameters once (the values papermill injected) and set the page title."""
+#: An exercise label in a chapter source: '<prefix>-ex-<n>'.
+EXERCISE_LABEL = r"\b[a-z][a-z0-9]*-ex-(\d+)\b"
+
+
+def _finish(path: Path, title: str, page: str = "") -> None:
+    """Show the parameters once (the values papermill injected) and set the page title.
+
+    A template executed as several pages (a ``title`` is given) would repeat its exercise
+    labels on every page; there they become ``<page>-ex-<n>`` (e.g. ``bench-squad-ex-1``).
+    """
+    import re
+
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
@@ -222,6 +232,11 @@ def _finish(path: Path, title: str) -> None:
                 lines[i] = f"# {title}"
                 cell.source = "\n".join(lines)
                 break
+        if page:
+            slug = page.replace("_", "-")
+            for cell in nb.cells:
+                if cell.cell_type == "markdown":
+                    cell.source = re.sub(EXERCISE_LABEL, lambda m: f"{slug}-ex-{m.group(1)}", cell.source)
     nbformat.write(nb, path)
 
 

@@ -188,9 +188,8 @@ def self_advantage(pairs: pd.DataFrame, value: str = "tau", by=("group",)) -> pd
 # ---------------------------------------------------------------------------
 # Checking the detector against hand labels
 
-#: The committed hand labels (rule and labeller in the file's header).
-LABELS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "shortcut_inline_labels.csv"
-RESPONSES = Path(__file__).resolve().parents[1] / "data" / "responses"
+#: The committed hand labels (rule and labeller in the file's header), shipped as package data.
+LABELS = Path(__file__).with_name("data_files") / "shortcut_inline_labels.csv"
 _KEYS = ["run", "model", "item_id", "probe", "sample"]
 
 
@@ -205,7 +204,11 @@ def hand_labels(path=None, responses=None) -> pd.DataFrame:
     import hashlib
 
     path = Path(path or LABELS)
-    responses = Path(responses or RESPONSES)
+    if responses is None:
+        from metacog.settings import data_dir
+
+        responses = data_dir() / "responses"
+    responses = Path(responses)
     if not path.exists():
         raise ValueError(f"hand_labels: {path} does not exist; the labels ship with the repository's tests.")
     labels = pd.read_csv(path, comment="#", dtype={"item_id": str})

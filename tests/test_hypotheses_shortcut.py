@@ -180,7 +180,7 @@ def test_detector_against_the_hand_labels():
 
 
 def test_hand_labels_name_the_row_when_a_text_changed(tmp_path):
-    text = (ROOT / "tests" / "fixtures" / "shortcut_inline_labels.csv").read_text()
+    text = (ROOT / "metacog" / "data_files" / "shortcut_inline_labels.csv").read_text()
     lines = text.splitlines()
     first = next(i for i, ln in enumerate(lines) if ln and not ln.startswith("#") and not ln.startswith("run,"))
     lines[first] = lines[first].rsplit(",", 1)[0] + ",000000000000"

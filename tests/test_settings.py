@@ -82,5 +82,4 @@ def test_the_package_finds_no_folder_through_its_own_location():
         for i, line in enumerate(f.read_text().splitlines(), 1):
             if "__file__" in line and "parents[" in line:
                 offenders.append(f"{f.relative_to(REPO)}:{i}")
-    # shortcut.py belongs to other work in progress (reported on issue #15); drop it here once fixed
-    assert [o for o in offenders if not o.startswith("metacog/shortcut.py")] == []
+    assert offenders == []
