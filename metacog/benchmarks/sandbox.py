@@ -1,40 +1,72 @@
-"""Run untrusted Python (model-written code) in a separate, resource-limited process.
+"""Run untrusted Python (model-written code) sealed off from this process and this machine.
 
-Never in-process. Each run gets:
+Never in-process. Each run is started, with an environment holding nothing but
+PATH and the locale, as PID 1 of its own PID, mount and network namespaces
+(``unshare``), from which :mod:`metacog.benchmarks._sandbox_init`:
 
-- a fresh temporary working directory, deleted afterwards;
-- ``resource.setrlimit`` limits set in the child before it starts: CPU seconds,
-  address space (memory), file size, no core dumps;
-- a wall-clock timeout (the process group is killed when it expires);
-- no network: a new network namespace (``unshare -n``, or ``unshare -rn`` as an
-  unprivileged user) when the machine allows it, and in every case a socket
-  guard installed before the code runs (``socket.socket`` and friends raise
-  PermissionError) plus an environment without proxy variables;
-- ``python -I`` (isolated mode: no user site-packages, PYTHON* variables ignored)
-  and single-threaded BLAS.
+- covers the user's home and the metacog caches with empty tmpfs (binding back
+  read-only only the Python installation) and gives /tmp, /var/tmp, /dev/shm
+  and /run/lock private tmpfs, so nothing written outside the work folder
+  reaches the disk and no answer key or API-key file is readable;
+- runs the code as a fresh unprivileged uid that owns only its work folder,
+  with rlimits on CPU seconds, address space, file size and process count;
+- sends its output to files (never pipes), and at exit or at the deadline
+  kills every process in the namespace: no child, detached or not, outlives
+  the run;
+- optionally runs a trusted *judge* afterwards, as a separate process the
+  untrusted code could never reach, which alone writes the verdict.
 
-This guards against accidents (runaway loops, memory blow-ups, stray network
-calls), not against a determined adversary: the code runs as the same user.
+The network namespace has no interfaces up, so sockets fail however they are
+made; a socket guard (``_sandbox_boot``) also makes the first attempt fail
+with a clear PermissionError. Where the namespaces or root are not available,
+:func:`run_script` raises :class:`SandboxUnavailable` instead of running the
+code unsafely.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
-import resource
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-BOOT = Path(__file__).with_name("_sandbox_boot.py")
+HERE = Path(__file__).resolve().parent
+BOOT = HERE / "_sandbox_boot.py"
+INIT = HERE / "_sandbox_init.py"
 
-#: Environment variables passed to the child (everything else, proxies included, is dropped).
+#: Environment variables passed to the sandbox (everything else, keys and proxies included, is dropped).
 _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+_UNSHARE_FLAGS = ("--pid", "--fork", "--net", "--mount", "--mount-proc", "--kill-child")
+#: World-writable folders that get a private, throw-away tmpfs inside the sandbox.
+SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+_READ_CAP = 4 * 1024 * 1024
+
+
+class SandboxUnavailable(RuntimeError):
+    """This machine cannot seal a run (no root, or no PID/mount/network namespaces)."""
+
+
+@dataclass
+class Judge:
+    """A trusted command run after the untrusted one, as root inside the namespaces.
+
+    ``script`` runs with ``private/`` as its working folder, where ``files`` are
+    written first and the untrusted run's requested outputs are copied to
+    ``out/`` (regular files only); ``outputs`` names the files it writes there.
+    """
+
+    script: str | Path
+    args: list[str] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
+    timeout: float = 120.0
 
 
 @dataclass
@@ -46,8 +78,12 @@ class SandboxResult:
     stderr: str
     timed_out: bool
     seconds: float
-    network_isolation: str  # 'netns' (unshare) or 'socket-guard'
+    network_isolation: str  # 'netns'
     outputs: dict[str, bytes] = field(default_factory=dict)  # requested files read back
+    uid: int = -1  # the unprivileged uid the code ran as
+    judge_returncode: int | None = None
+    judge_stderr: str = ""
+    judge_outputs: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -61,95 +97,172 @@ class SandboxResult:
 
 
 @functools.lru_cache(maxsize=1)
-def _unshare_prefix() -> tuple[str, ...]:
-    """The command prefix that puts the child in a fresh network namespace, or ()."""
+def _probe() -> tuple[bool, str]:
+    if not sys.platform.startswith("linux"):
+        return False, f"needs Linux namespaces (this is {sys.platform})"
+    if os.geteuid() != 0:
+        return False, ("needs root, to run the code as a throw-away unprivileged uid inside its own "
+                       "PID, mount and network namespaces")
     exe = shutil.which("unshare")
     if not exe:
-        return ()
-    for prefix in ((exe, "-n"), (exe, "-rn")):
-        try:
-            done = subprocess.run([*prefix, "true"], capture_output=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        if done.returncode == 0:
-            return prefix
-    return ()
+        return False, "`unshare` (util-linux) is not installed"
+    try:
+        done = subprocess.run([exe, *_UNSHARE_FLAGS, "true"], capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"`unshare {' '.join(_UNSHARE_FLAGS)} true` failed: {exc}"
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+        return False, f"`unshare {' '.join(_UNSHARE_FLAGS)} true` failed: {why[0]}"
+    return True, ""
+
+
+def available() -> tuple[bool, str]:
+    """(True, '') when runs can be sealed here, else (False, the reason)."""
+    return _probe()
 
 
 def network_isolation() -> str:
-    """'netns' when runs get their own network namespace, else 'socket-guard'."""
-    return "netns" if _unshare_prefix() else "socket-guard"
+    """'netns' when runs get their own network namespace, else 'unavailable'."""
+    return "netns" if available()[0] else "unavailable"
 
 
-def _limits(cpu_seconds: int, memory_mb: int, file_mb: int):
-    def apply() -> None:
-        os.setsid()  # own process group, so a timeout kills children too
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
-        mem = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        size = file_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+def require() -> None:
+    """Raise :class:`SandboxUnavailable` (with the reason and the way out) unless runs can be sealed."""
+    ok, why = available()
+    if not ok:
+        raise SandboxUnavailable(
+            f"the code sandbox {why}; refusing to run untrusted code without it. Run as root on a "
+            "Linux machine where `unshare --pid --fork --net --mount --mount-proc true` works "
+            "(in a container: --privileged or CAP_SYS_ADMIN), or leave code benchmarks (SciCode) out.")
 
-    return apply
+
+def _hidden() -> list[str]:
+    from metacog.data.fetch import cache_dir
+
+    paths = {str(Path.home()), "/root", str(cache_dir())}
+    return sorted(os.path.realpath(p) for p in paths)
+
+
+def _exposed() -> list[str]:
+    paths = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable)), str(HERE)}
+    return sorted(os.path.realpath(p) for p in paths)
+
+
+def _copy_sources(folders: tuple[str, ...], lib: Path) -> None:
+    """Copy the .py files (only) of ``folders`` into ``lib``: helpers without their data files."""
+    for folder in folders:
+        root = Path(folder)
+        for src in root.rglob("*.py"):
+            dest = lib / src.relative_to(root)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.chmod(dest.parent, 0o755)
+            shutil.copyfile(src, dest)
+            os.chmod(dest, 0o644)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
+def _read(path: Path, cap: int = _READ_CAP) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - cap))
+            return fh.read(cap)
+    except OSError:
+        return b""
 
 
 def run_script(script: str | Path, args: list[str] | None = None, **kw) -> SandboxResult:
-    """Run the Python file ``script`` in the sandbox.
+    """Run the Python file ``script`` sealed; returns a :class:`SandboxResult`.
 
-    Keywords: ``files`` (name -> bytes) are written into the working directory
-    first; ``outputs`` names files read back afterwards (missing ones are left
-    out); ``timeout`` (wall seconds; the CPU limit is the same, rounded up),
-    ``memory_mb`` (address space), ``file_mb`` (largest file written);
-    ``extra_path`` folders are put on the child's ``sys.path`` by the boot
-    script (``-I`` ignores PYTHONPATH).
+    Keywords: ``files`` (name -> bytes) are written into the work folder first;
+    ``outputs`` names files read back afterwards (regular files only; missing
+    ones are left out); ``timeout`` (wall seconds; the CPU limit is the same,
+    rounded up), ``memory_mb`` (address space), ``file_mb`` (largest file
+    written), ``max_procs`` (processes the run may have at once);
+    ``extra_path`` folders whose .py files are copied (read-only) onto the
+    run's ``sys.path``; ``judge`` a :class:`Judge` run afterwards.
+    Raises :class:`SandboxUnavailable` where runs cannot be sealed.
     """
     return _run(str(Path(script).resolve()), args, **kw)
 
 
-def _run(script: str, args: list[str] | None = None, *,
-         files: dict[str, bytes] | None = None, outputs: tuple[str, ...] = (),
-         timeout: float = 60.0, memory_mb: int = 2048, file_mb: int = 64,
-         extra_path: tuple[str, ...] = ()) -> SandboxResult:
-    if timeout <= 0:
-        raise ValueError(f"run_script: timeout must be positive, got {timeout}.")
-    work = Path(tempfile.mkdtemp(prefix="metacog-sandbox-"))
-    try:
-        for name, data in (files or {}).items():
-            (work / name).write_bytes(data)
-        env = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
-        env.update(HOME=str(work), TMPDIR=str(work), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
-                   MKL_NUM_THREADS="1", MPLBACKEND="Agg", METACOG_SANDBOX_PATH=os.pathsep.join(extra_path))
-        prefix = _unshare_prefix()
-        cmd = [*prefix, sys.executable, "-I", str(BOOT), script, *(args or [])]
-        start = time.monotonic()
-        proc = subprocess.Popen(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                preexec_fn=_limits(int(timeout) + 1, memory_mb, file_mb))
-        timed_out = False
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            out, err = proc.communicate()
-        seconds = time.monotonic() - start
-        # A CPU-limit kill (SIGXCPU / SIGKILL) is a timeout too.
-        if proc.returncode in (-signal.SIGXCPU, -signal.SIGKILL) and not timed_out:
-            timed_out = seconds >= 0.5 * timeout or proc.returncode == -signal.SIGXCPU
-        got = {n: (work / n).read_bytes() for n in outputs if (work / n).is_file()}
-        return SandboxResult(proc.returncode, out.decode("utf-8", "replace"),
-                             err.decode("utf-8", "replace"), timed_out, seconds,
-                             "netns" if prefix else "socket-guard", got)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
 def run_code(code: str, **kw) -> SandboxResult:
-    """Run a string of Python source in the sandbox (keywords as for :func:`run_script`)."""
+    """Run a string of Python source sealed (keywords as for :func:`run_script`)."""
     files = dict(kw.pop("files", None) or {})
     files["__main_code__.py"] = code.encode("utf-8")
     return _run("__main_code__.py", files=files, **kw)
+
+
+def _run(script: str, args: list[str] | None = None, *,
+         files: dict[str, bytes] | None = None, outputs: tuple[str, ...] = (),
+         timeout: float = 60.0, memory_mb: int = 2048, file_mb: int = 64, max_procs: int = 64,
+         extra_path: tuple[str, ...] = (), judge: Judge | None = None) -> SandboxResult:
+    if timeout <= 0:
+        raise ValueError(f"run_script: timeout must be positive, got {timeout}.")
+    require()
+    uid = 1_000_000 + secrets.randbelow(1_000_000)
+    work = Path(tempfile.mkdtemp(prefix="metacog-sandbox-"))
+    try:
+        os.chmod(work, 0o711)  # the uid may pass through to box/ and lib/, never list or write here
+        box, private, lib = work / "box", work / "private", work / "lib"
+        private.mkdir(mode=0o700)
+        lib.mkdir(mode=0o755)
+        box.mkdir(mode=0o700)
+        for name, data in (files or {}).items():
+            (box / name).write_bytes(data)
+            os.chown(box / name, uid, uid)
+        os.chown(box, uid, uid)
+        _copy_sources(extra_path, lib)
+        env = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
+        env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
+                   MPLBACKEND="Agg", METACOG_SANDBOX_PATH=str(lib))
+        spec = {
+            "work": str(work), "box": str(box), "private": str(private), "uid": uid, "gid": uid,
+            "cmd": [sys.executable, "-I", str(BOOT), script, *(args or [])],
+            "env": {**env, "HOME": str(box), "TMPDIR": str(box)},
+            "timeout": float(timeout), "cpu_seconds": int(timeout) + 1, "memory_mb": int(memory_mb),
+            "file_mb": int(file_mb), "max_procs": int(max_procs), "outputs": list(outputs),
+            "hide": _hidden(), "scratch": list(SCRATCH), "expose": _exposed(),
+        }
+        if judge is not None:
+            for name, data in judge.files.items():
+                _write_private(private / name, data)
+            spec["judge"] = {"cmd": [sys.executable, "-I", str(Path(judge.script).resolve()),
+                                     *judge.args], "timeout": float(judge.timeout)}
+            spec["judge_env"] = {**env, "HOME": str(private), "TMPDIR": str(private)}
+        _write_private(private / "spec.json", json.dumps(spec).encode())
+        clean = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
+        limit = timeout + (judge.timeout if judge else 0) + 30
+        with open(private / "init.log", "wb") as log:
+            proc = subprocess.Popen([shutil.which("unshare"), *_UNSHARE_FLAGS, sys.executable, "-I",
+                                     str(INIT), str(private / "spec.json")], env=clean,
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True, close_fds=True)
+            try:
+                proc.wait(timeout=limit)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)  # --kill-child takes the namespace down with it
+                proc.wait()
+        try:
+            status = json.loads((private / "status.json").read_text())
+        except (OSError, ValueError):
+            status = {"error": "the sandbox init wrote no status: "
+                      + _read(private / "init.log", 2000).decode("utf-8", "replace").strip()}
+        if status.get("error"):
+            raise RuntimeError(f"sandbox: {status['error']} (stage {status.get('stage', '?')})")
+        text = lambda name: _read(private / name).decode("utf-8", "replace")  # noqa: E731
+        cap = int(file_mb) * 1024 * 1024  # outputs whole (the run could not write more)
+        got = {n: _read(private / "out" / n, cap) for n in status.get("outputs", [])}
+        judged = {n: _read(private / n, cap) for n in (judge.outputs if judge else ())
+                  if (private / n).is_file()}
+        return SandboxResult(status.get("returncode"), text("stdout"), text("stderr"),
+                             bool(status.get("timed_out")), float(status.get("seconds", 0.0)), "netns",
+                             got, uid, status.get("judge_returncode"), text("judge.stderr"), judged)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

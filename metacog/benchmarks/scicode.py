@@ -27,9 +27,7 @@ import functools
 import hashlib
 import json
 import os
-import pickle
 import re
-import secrets
 import subprocess
 import sys
 import zipfile
@@ -49,6 +47,8 @@ SPLITS = {"dev": ("problems_dev.jsonl",), "test": ("problems_all.jsonl",),
 RUNNER = Path(__file__).with_name("_scicode_runner.py")
 #: Address-space limit for SciCode runs: the Ewald step 10.11 (gmax=200) needs ~3 GB.
 MEMORY_MB = 6144
+#: Largest file a SciCode run may write: step 7.1's recorded results are ~80 MB of JSON.
+FILE_MB = 512
 
 
 def _cache_root() -> Path:
@@ -189,8 +189,8 @@ def _targets_cached(key: str, program: str, tests: tuple[str, ...], timeout: flo
     cache = _cache_root() / "targets" / f"{key}.pkl"
     if cache.is_file():
         return cache.read_bytes()
-    job = pickle.dumps({"mode": "targets", "program": program, "tests": list(tests), "nonce": ""})
-    res = sandbox.run_script(RUNNER, files={"job.pkl": job}, outputs=("targets.pkl",),
+    job = json.dumps({"program": program, "tests": list(tests)}).encode()
+    res = sandbox.run_script(RUNNER, ["targets"], files={"job.json": job}, outputs=("targets.pkl",),
                              timeout=timeout, memory_mb=memory_mb, extra_path=(str(package_dir()),))
     if not res.ok or "targets.pkl" not in res.outputs:
         raise RuntimeError(f"SciCode: the reference solution failed to produce targets ({res.summary()}).")
@@ -230,25 +230,38 @@ class StepResult:
 
 
 def run_tests(item: Item, code: str, timeout: float = 120.0, memory_mb: int = MEMORY_MB) -> StepResult:
-    """Run ``code`` (plain Python source) against a dev step's tests in the sandbox."""
+    """Run ``code`` (plain Python source) against a dev step's tests in the sealed sandbox.
+
+    The candidate runs as an unprivileged process that never sees the targets
+    and only records what its functions return; a separate trusted judge
+    process replays those results through the tests and writes the verdict
+    (see ``_scicode_runner``). Raises :class:`~metacog.benchmarks.sandbox.SandboxUnavailable`
+    where the sandbox cannot be sealed.
+    """
     _check_gradable(item)
+    sandbox.require()
     targets = step_targets(item)
     tests = list(item.meta["test_cases"])
-    nonce = secrets.token_hex(16)
-    job = pickle.dumps({"mode": "check", "program": _program(item, code), "tests": tests,
-                        "targets": targets, "nonce": nonce})
-    res = sandbox.run_script(RUNNER, files={"job.pkl": job}, outputs=("result.json",),
-                             timeout=timeout, memory_mb=memory_mb, extra_path=(str(package_dir()),))
+    trusted = "\n\n".join(p for p in [item.meta["dependencies"], *item.meta["previous_code"]] if p)
+    job = json.dumps({"program": _program(item, code), "candidate": code, "tests": tests}).encode()
+    judge = sandbox.Judge(RUNNER, ["judge"], outputs=("verdict.json",), timeout=max(60.0, timeout),
+                          files={"targets.pkl": targets, "judge.json": json.dumps(
+                              {"trusted_program": trusted, "candidate": code, "tests": tests}).encode()})
+    res = sandbox.run_script(RUNNER, ["record"], files={"job.json": job}, outputs=("calls.json",),
+                             timeout=timeout, memory_mb=memory_mb, file_mb=FILE_MB,
+                             extra_path=(str(package_dir()),),
+                             judge=judge)
     results = None
-    if "result.json" in res.outputs:
+    if "verdict.json" in res.judge_outputs:
         try:
-            doc = json.loads(res.outputs["result.json"])
-            if doc.get("nonce") == nonce and len(doc.get("tests", [])) == len(tests):
+            doc = json.loads(res.judge_outputs["verdict.json"])
+            if len(doc.get("tests", [])) == len(tests):
                 results = doc["tests"]
         except (json.JSONDecodeError, AttributeError, TypeError):
             results = None
-    if results is None:
-        why = "timed out" if res.timed_out else (res.stderr.strip().splitlines() or [res.summary()])[-1]
+    if results is None or res.timed_out:
+        why = "timed out" if res.timed_out else (
+            (res.judge_stderr.strip() or res.stderr.strip()).splitlines() or [res.summary()])[-1]
         return StepResult(item.item_id, False, len(tests), 0, res.timed_out, [why], res.seconds,
                           res.network_isolation)
     n_ok = sum(bool(r.get("passed")) for r in results)

@@ -1,0 +1,250 @@
+"""The sealed sandbox against the escapes of issue #16.
+
+Each test runs hostile code and checks, from the host, that it got nowhere:
+a detached child that outlives the limit, the parent's environment through
+/proc, a forged verdict from the stack, the network through a re-imported
+_socket or a child python, a fork bomb, and a write outside the work folder.
+Where the machine cannot make the namespaces, the sandbox refuses to run (one
+test checks the refusal) and the others are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from metacog.benchmarks import sandbox
+
+_OK, _WHY = sandbox.available()
+sealed = pytest.mark.skipif(not _OK, reason=f"sealed sandbox unavailable here: {_WHY}")
+
+
+def _procs_of(uid: int) -> list[int]:
+    """Host pids whose real uid is ``uid``."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            for line in (d / "status").read_text().splitlines():
+                if line.startswith("Uid:"):
+                    if int(line.split()[1]) == uid:
+                        out.append(int(d.name))
+                    break
+        except OSError:
+            continue
+    return out
+
+
+def _scicode():
+    from metacog.benchmarks import scicode
+
+    try:
+        scicode.package_dir()
+    except (FileNotFoundError, OSError) as exc:
+        pytest.skip(f"nvidia-scicode wheel unavailable: {exc}")
+    return scicode
+
+
+def test_refuses_clearly_when_namespaces_are_missing(monkeypatch):
+    monkeypatch.setattr(sandbox, "available", lambda: (False, "unshare: operation not permitted"))
+    with pytest.raises(sandbox.SandboxUnavailable, match="refusing to run untrusted code"):
+        sandbox.run_code("print(1)")
+
+
+@sealed
+def test_detached_children_die_with_the_limit():
+    code = textwrap.dedent("""
+        import subprocess, time
+        subprocess.Popen(['sleep', '45'], start_new_session=True)
+        subprocess.Popen(['sleep', 'infinity'], start_new_session=True,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        print('spawned', flush=True)
+        time.sleep(60)
+    """)
+    t0 = time.monotonic()
+    res = sandbox.run_code(code, timeout=3)
+    assert time.monotonic() - t0 < 15, "the run outlived its timeout"
+    assert res.timed_out and "spawned" in res.stdout
+    assert _procs_of(res.uid) == []
+
+
+@sealed
+def test_detached_child_of_a_finished_run_is_killed_at_once():
+    code = "import subprocess\nsubprocess.Popen(['sleep', '45'], start_new_session=True)\nprint('bye')\n"
+    t0 = time.monotonic()
+    res = sandbox.run_code(code, timeout=20)
+    assert time.monotonic() - t0 < 10
+    assert res.ok and res.stdout.strip() == "bye"
+    assert _procs_of(res.uid) == []
+
+
+@sealed
+def test_parent_environment_is_out_of_reach(monkeypatch):
+    canary = "canary" + secrets.token_hex(12)
+    monkeypatch.setenv("OPENAI_API_KEY", canary)
+    code = textwrap.dedent("""
+        import os
+        seen = []
+        for pid in [os.getppid(), 1] + [int(p) for p in os.listdir('/proc') if p.isdigit()]:
+            try:
+                seen.append(open(f'/proc/{pid}/environ', 'rb').read().decode('latin-1'))
+            except OSError as exc:
+                seen.append(type(exc).__name__)
+        print(os.environ.get('OPENAI_API_KEY'), '|'.join(seen))
+    """)
+    res = sandbox.run_code(code)
+    assert res.returncode == 0, res.stderr
+    assert canary not in res.stdout and canary not in res.stderr
+    assert res.stdout.startswith("None ")
+
+
+@sealed
+def test_network_closed_even_to_reimported_socket_and_child_python():
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    port = srv.getsockname()[1]
+    hits = []
+    stop = threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+                hits.append(1)
+                conn.close()
+            except OSError:
+                pass
+
+    th = threading.Thread(target=accept, daemon=True)
+    th.start()
+    code = textwrap.dedent(f"""
+        import subprocess, sys
+        del sys.modules['_socket']
+        import _socket
+        s = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+        try:
+            s.connect(('127.0.0.1', {port}))
+            print('reimport: connected')
+        except OSError as exc:
+            print('reimport: blocked', type(exc).__name__)
+        probe = "import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('child: connected')"
+        done = subprocess.run([sys.executable, '-c', probe], capture_output=True, text=True)
+        print(done.stdout.strip() or 'child: blocked')
+    """)
+    try:
+        res = sandbox.run_code(code, timeout=20)
+    finally:
+        stop.set()
+        th.join(2)
+        srv.close()
+    assert "reimport: blocked" in res.stdout and "child: blocked" in res.stdout, res.stdout + res.stderr
+    assert hits == []
+
+
+@sealed
+def test_fork_bomb_is_capped_and_cleaned_up():
+    code = textwrap.dedent("""
+        import os, sys, time
+        made = 0
+        try:
+            for _ in range(10000):
+                pid = os.fork()
+                if pid == 0:
+                    time.sleep(30)
+                    os._exit(0)
+                made += 1
+        except OSError as exc:
+            print('stopped after', made, type(exc).__name__, flush=True)
+        os._exit(0)
+    """)
+    t0 = time.monotonic()
+    res = sandbox.run_code(code, timeout=10, max_procs=32)
+    assert time.monotonic() - t0 < 20
+    assert "stopped after" in res.stdout, res.stdout + res.stderr
+    made = int(res.stdout.split("stopped after")[1].split()[0])
+    assert made < 32
+    assert _procs_of(res.uid) == []
+
+
+@sealed
+def test_writes_outside_the_work_folder_do_not_land(tmp_path):
+    token = secrets.token_hex(8)
+    targets = [f"/tmp/escape-{token}", str(Path.cwd() / f"escape-{token}"), f"/root/escape-{token}",
+               f"/var/tmp/escape-{token}", f"/dev/shm/escape-{token}", str(tmp_path / f"escape-{token}")]
+    code = textwrap.dedent(f"""
+        import os
+        for p in {targets!r} + [os.path.join(os.path.dirname(os.getcwd()), 'escape-{token}')]:
+            try:
+                open(p, 'w').write('x')
+                print('wrote', p)
+            except OSError as exc:
+                print('refused', p, type(exc).__name__)
+        open('inside.txt', 'w').write('fine')
+    """)
+    res = sandbox.run_code(code, outputs=("inside.txt",))
+    assert res.ok, res.stderr
+    assert res.outputs == {"inside.txt": b"fine"}
+    for p in targets:
+        assert not Path(p).exists(), f"{p} was written from inside the sandbox"
+
+
+@sealed
+def test_stack_walk_cannot_forge_a_scicode_pass():
+    sc = _scicode()
+    item = sc.load_items()[0]  # 10.1 get_alpha, 4 tests
+    forger = textwrap.dedent("""
+        import gc, json, os, sys
+        found = []
+        f = sys._getframe()
+        while f is not None:
+            for scope in (f.f_locals, f.f_globals):
+                for name in ('job', 'nonce', 'targets', 'target'):
+                    if name in scope:
+                        found.append(name)
+            f = f.f_back
+        for obj in gc.get_objects():
+            if isinstance(obj, dict) and ('nonce' in obj or 'targets' in obj):
+                found.append('gc')
+        fake = {'nonce': '', 'tests': [{'passed': True, 'error': ''}] * 4}
+        for place in ('result.json', '../result.json', '../private/result.json', '../private/verdict.json'):
+            try:
+                with open(place, 'w') as fh:
+                    json.dump(fake, fh)
+            except OSError:
+                pass
+        print('FOUND', sorted(set(found)), file=sys.stderr)
+
+        def get_alpha(recvec, alpha_scaling=5):
+            g = globals()
+            return g.get('target', 0.0)
+    """)
+    res = sc.run_tests(item, forger)
+    assert not res.passed and res.n_passed == 0, res.summary()
+
+
+@sealed
+def test_patching_the_comparison_cannot_forge_a_scicode_pass():
+    sc = _scicode()
+    item = sc.load_items()[0]
+    patcher = textwrap.dedent("""
+        import builtins, numpy
+        numpy.allclose = lambda *a, **k: True
+        numpy.array_equal = lambda *a, **k: True
+        builtins.AssertionError = type('Never', (Exception,), {})
+
+        def get_alpha(recvec, alpha_scaling=5):
+            return -1.0
+    """)
+    res = sc.run_tests(item, patcher)
+    assert not res.passed and res.n_passed == 0, res.summary()
+    assert sc.run_tests(item, item.gold).passed  # the same step passes with the reference
