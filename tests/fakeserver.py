@@ -12,6 +12,7 @@ the same call however requests interleave:
 - ``[[badjsonxN]]``: the first N requests get a 200 with a broken JSON body.
 - ``[[always500]]``, ``[[always400]]``: every request fails with that status.
 - ``[[echoauth]]``: a 401 whose message echoes the Authorization header.
+- ``[[echoreply]]``: a 200 whose reply text echoes the Authorization header.
 - ``[[empty]]``: the reply content is the empty string.
 - ``[[garbage]]``: the reply has no "Final answer:" line.
 - ``[[answer:TEXT]]``: answer probes reply "Final answer: TEXT".
@@ -177,6 +178,13 @@ class FakeServer:
         if "echoauth" in marks:  # a careless provider echoing the key in its error text
             return 401, {"error": {"message": f"Incorrect API key provided: {auth}",
                                    "type": "invalid_request_error"}}
+        if "echoreply" in marks:
+            return 200, {"id": "echo", "object": "chat.completion", "created": 1700000000,
+                         "model": req.get("model", self.model),
+                         "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                                      "message": {"role": "assistant",
+                                                  "content": f"You sent {auth}.\nFinal answer: 1"}}],
+                         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
         if "always400" in marks:
             return 400, {"error": {"message": "injected 400", "type": "invalid_request_error"}}
         if "hang" in marks and nth <= (marks["hang"][0] or 1):

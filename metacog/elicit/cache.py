@@ -9,16 +9,29 @@ latest 'ok' row; failing that, its latest 'error' row (re-asked only with
 ``retry_failed``). Rows are never updated or deleted.
 
 No secrets go in: the stored request is the model id, the messages and the
-sampling parameters; API keys live only in the environment.
+sampling parameters; API keys live only in the environment, and the engine
+redacts their values from every payload before it is stored.
+
+Two runs on one cache share the work through *leases*: a run claims the keys
+it is about to ask (:meth:`Cache.claim`), renews its claim while it runs, and
+a finished call releases its key in the same transaction that stores it.
+Another run skips keys under a live lease and waits for their rows; a lease
+whose owner died (same host, pid gone) or stopped renewing is taken over.
+
+Any SQLite error (a file that is not a database, corrupted in the middle, a
+full disk) is raised as :class:`CacheError` naming the file.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
+import socket
 import sqlite3
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -39,7 +52,44 @@ CREATE TABLE IF NOT EXISTS responses (
 );
 CREATE INDEX IF NOT EXISTS responses_key ON responses (key);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL);
 """
+
+#: Seconds a lease lives unless renewed (runs renew every third of it).
+LEASE_SECONDS = 60.0
+
+
+class CacheError(ValueError):
+    """The response cache file cannot be used (not SQLite, corrupted, unwritable)."""
+
+
+def _guarded(method):
+    """Turn any sqlite3 error inside ``method`` into a :class:`CacheError` naming the file."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise CacheError(_message(self.path, exc)) from None
+    return wrapper
+
+
+def _message(path, exc) -> str:
+    return (f"response cache {path}: not a usable SQLite file ({exc}); point --cache at another "
+            "folder or remove the file (its answers are lost; they will be asked again).")
+
+
+def _owner_alive(owner: str) -> bool:
+    host, _, rest = owner.partition(":")
+    if host != socket.gethostname():
+        return True  # cannot tell: trust the expiry
+    try:
+        os.kill(int(rest.split(":")[0]), 0)
+    except (ProcessLookupError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def canonical(obj: Any) -> str:
@@ -80,17 +130,20 @@ class Cache:
             p = p / self.FILENAME
         p.parent.mkdir(parents=True, exist_ok=True)
         self.path = p
-        self._con = sqlite3.connect(str(p), timeout=30, isolation_level=None, check_same_thread=False)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        try:
+            self._con = sqlite3.connect(str(p), timeout=30, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise CacheError(_message(p, exc)) from None
         try:
             self._con.execute("PRAGMA journal_mode=WAL")
             self._con.execute("PRAGMA synchronous=NORMAL")
             self._con.executescript(_DDL)
             self._con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
                               (str(SCHEMA_VERSION),))
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             self._con.close()
-            raise ValueError(f"response cache {p}: not a usable SQLite file ({exc}); "
-                             "point --cache at another folder or remove the file.") from None
+            raise CacheError(_message(p, exc)) from None
 
     def __repr__(self) -> str:
         return f"Cache({str(self.path)!r})"
@@ -102,15 +155,78 @@ class Cache:
         self.close()
 
     def close(self) -> None:
+        try:
+            self._con.execute("DELETE FROM leases WHERE owner = ?", (self.owner,))
+        except sqlite3.Error:
+            pass
         self._con.close()
 
+    @_guarded
     def put(self, key: str, model: str, status: str, request: dict[str, Any], payload: dict[str, Any]) -> None:
-        """Append one finished call (its own transaction)."""
-        self._con.execute(
-            "INSERT INTO responses (key, model, status, created, request, payload) VALUES (?,?,?,?,?,?)",
-            (key, model, status, time.time(), canonical(request), canonical(payload)),
-        )
+        """Append one finished call and release its lease (one transaction)."""
+        with self._con:
+            self._con.execute("BEGIN")
+            self._con.execute(
+                "INSERT INTO responses (key, model, status, created, request, payload) VALUES (?,?,?,?,?,?)",
+                (key, model, status, time.time(), canonical(request), canonical(payload)),
+            )
+            self._con.execute("DELETE FROM leases WHERE key = ? AND owner = ?", (key, self.owner))
 
+    @_guarded
+    def claim(self, keys: Iterable[str], ttl: float = LEASE_SECONDS, answered_since: float | None = None
+              ) -> list[str]:
+        """Lease the ``keys`` no other live run holds; returns those now leased by this cache object.
+
+        A key leased by a run that died (same host, pid gone) or whose lease
+        expired is taken over. With ``answered_since``, keys that meanwhile got
+        a row (an 'ok' one, or any one stored after that time) are not leased.
+        """
+        keys = list(dict.fromkeys(keys))
+        now = time.time()
+        got: list[str] = []
+        with self._con:
+            self._con.execute("BEGIN IMMEDIATE")
+            held: dict[str, tuple[str, float]] = {}
+            for i in range(0, len(keys), 900):
+                chunk = keys[i:i + 900]
+                held.update((k, (o, e)) for k, o, e in self._con.execute(
+                    f"SELECT key, owner, expires FROM leases WHERE key IN ({','.join('?' * len(chunk))})",
+                    chunk))
+            answered: set[str] = set()
+            if answered_since is not None:
+                for i in range(0, len(keys), 900):
+                    chunk = keys[i:i + 900]
+                    answered.update(k for (k,) in self._con.execute(
+                        f"SELECT DISTINCT key FROM responses WHERE key IN ({','.join('?' * len(chunk))}) "
+                        "AND (status = 'ok' OR created >= ?)", [*chunk, answered_since]))
+            alive: dict[str, bool] = {}
+            for k in keys:
+                if k in answered:
+                    continue
+                h = held.get(k)
+                if h is not None and h[0] != self.owner and h[1] > now:
+                    if alive.setdefault(h[0], _owner_alive(h[0])):
+                        continue
+                got.append(k)
+            self._con.executemany("INSERT OR REPLACE INTO leases VALUES (?,?,?)",
+                                  [(k, self.owner, now + ttl) for k in got])
+        return got
+
+    @_guarded
+    def renew(self, ttl: float = LEASE_SECONDS) -> None:
+        """Extend every lease this cache object holds."""
+        self._con.execute("UPDATE leases SET expires = ? WHERE owner = ?", (time.time() + ttl, self.owner))
+
+    @_guarded
+    def release(self, keys: Iterable[str] | None = None) -> None:
+        """Drop this object's leases on ``keys`` (all of them when None)."""
+        if keys is None:
+            self._con.execute("DELETE FROM leases WHERE owner = ?", (self.owner,))
+        else:
+            self._con.executemany("DELETE FROM leases WHERE key = ? AND owner = ?",
+                                  [(k, self.owner) for k in keys])
+
+    @_guarded
     def put_many(self, rows: Iterable[tuple[str, str, str, dict[str, Any], dict[str, Any]]]) -> int:
         """Append many (key, model, status, request, payload) rows in one transaction (imports)."""
         now = time.time()
@@ -122,6 +238,7 @@ class Cache:
                 "VALUES (?,?,?,?,?,?)", data)
         return len(data)
 
+    @_guarded
     def get_many(self, keys: Iterable[str]) -> dict[str, Entry]:
         """The current entry of each key that has one (latest 'ok', else latest 'error')."""
         keys = list(dict.fromkeys(keys))
@@ -141,15 +258,18 @@ class Cache:
     def get(self, key: str) -> Entry | None:
         return self.get_many([key]).get(key)
 
+    @_guarded
     def count(self) -> int:
         return self._con.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
 
+    @_guarded
     def summary(self) -> pd.DataFrame:
         """Rows and distinct keys per model and status."""
         return pd.read_sql_query(
             "SELECT model, status, COUNT(*) AS rows, COUNT(DISTINCT key) AS keys "
             "FROM responses GROUP BY model, status ORDER BY model, status", self._con)
 
+    @_guarded
     def frame(self) -> pd.DataFrame:
         """Every stored row (key, model, status, created, request, payload as JSON text)."""
         return pd.read_sql_query("SELECT * FROM responses ORDER BY id", self._con)

@@ -7,14 +7,18 @@ Examples::
     metacog elicit --items my_items.jsonl --models openai/my-model --api-base http://127.0.0.1:8000/v1
 
 Also runnable as ``python -m metacog.elicit.cli``. Exit status: 0 when the run
-finished (failed calls are rows with parse_status 'error'; re-ask them with
---retry-failed), 2 for bad arguments or when the cost estimate exceeds --max-cost.
+finished (failed calls are rows with parse_status 'error'; transient failures
+can be re-asked with --retry-failed); 1 when every call failed or some failed
+in a way re-asking cannot fix (unknown model, refused key, bad request: the
+reason is printed, with the server's URL when it could not be reached); 2 for
+bad arguments, an unusable cache, or a cost estimate above --max-cost.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import sys
 from pathlib import Path
@@ -129,21 +133,66 @@ def load_items(args) -> list[Item]:
     return list(bench_load(args.benchmark, n_items=args.n_items, seed=args.seed))
 
 
+def check_out(out: Path | None) -> None:
+    """Refuse an --out that cannot be written, before anything is asked."""
+    if out is None:
+        return
+    if out.suffix not in (".parquet", ".csv"):
+        raise ValueError(f"--out {out}: use a .parquet or .csv file name.")
+    if out.is_dir():
+        raise ValueError(f"--out {out}: is a folder; give a file name ending in .parquet or .csv.")
+    for parent in [out.parent, *out.parent.parents]:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"--out {out}: {parent} is a file, not a folder; choose another path.")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise ValueError(f"--out {out}: cannot write in {parent}; choose another path.")
+            break
+
+
+def failure_report(df, api_base: str | None) -> tuple[int, str]:
+    """(exit status, message) for the failed rows of a finished run: 1 when every call
+    failed or some failure cannot be fixed by asking again, else 0."""
+    err = df.loc[df["parse_status"] == "error", "error"].astype(str)
+    if err.empty:
+        return 0, ""
+    final = err.str.contains("not retryable", regex=False)
+    top = (err[final] if final.any() else err).value_counts().index[0]
+    low = top.lower()
+    hint = ""
+    if "connect" in low or "refused" in low:
+        hint = f" Is the server at {api_base or 'the provider default URL'} running and reachable?"
+    elif "authentication" in low or "api key" in low:
+        hint = " Check the API key in the environment (e.g. OPENAI_API_KEY)."
+    elif "provider" in low or "notfound" in low or "not found" in low:
+        hint = (" Check the model id: litellm ids look like 'openai/<name>' (with --api-base), "
+                "'local/<name>', or a hosted model litellm knows.")
+    if final.any() or len(err) == len(df):
+        what = "every call failed" if len(err) == len(df) else f"{len(err)} call(s) failed"
+        kind = "; asking again cannot fix it" if final.any() else ""
+        return 1, f"{what}{kind}. Most common error: {top[:400]}.{hint}"
+    return 0, f"{len(err)} call(s) failed; re-ask them with --retry-failed.{hint}"
+
+
 def main(args: argparse.Namespace) -> int:
     """Run ``metacog elicit`` with parsed ``args``; returns the exit status."""
+    from metacog.benchmarks.sandbox import SandboxUnavailable
     from metacog.elicit.engine import BudgetError, run
+    from metacog.elicit.redaction import redact
 
     try:
+        check_out(args.out)
+        if args.max_retries < 0:
+            raise ValueError(f"--max-retries must be >= 0, got {args.max_retries}.")
         items = load_items(args)
-        if args.out is not None and args.out.suffix not in (".parquet", ".csv"):
-            raise ValueError(f"--out {args.out}: use a .parquet or .csv file name.")
         df = run(items, models=args.models, probes=args.probes, cache=args.cache,
                  api_base=args.api_base, samples=args.samples, concurrency=args.concurrency,
                  timeout=args.timeout, max_retries=args.max_retries,
                  retry_failed=args.retry_failed, max_cost=args.max_cost,
-                 max_tokens=args.max_tokens, seed=args.seed, progress=not args.no_progress)
-    except (ValueError, BudgetError) as exc:
-        print(f"metacog elicit: {exc}", file=sys.stderr)
+                 max_tokens=args.max_tokens, seed=args.seed, progress=not args.no_progress,
+                 **({"router": args.router} if getattr(args, "router", None) else {}))
+    except (ValueError, BudgetError, SandboxUnavailable) as exc:
+        print(f"metacog elicit: {redact(exc)}", file=sys.stderr)
         return 2
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -158,9 +207,11 @@ def main(args: argparse.Namespace) -> int:
     print(status.rename("rows").reset_index().to_string(index=False), file=sys.stderr)
     n_err = int((df["parse_status"] == "error").sum())
     print(f"metacog elicit: {len(df)} rows; asked {c.get('done', 0)}, cached {c.get('cached', 0)}, "
-          f"failed {n_err}" + (" (re-ask with --retry-failed)" if n_err else "") +
-          (f"; wrote {args.out}" if args.out is not None else ""), file=sys.stderr)
-    return 0
+          f"failed {n_err}" + (f"; wrote {args.out}" if args.out is not None else ""), file=sys.stderr)
+    code, why = failure_report(df, args.api_base)
+    if why:
+        print(f"metacog elicit: {redact(why)}", file=sys.stderr)
+    return code
 
 
 def _standalone(argv: list[str] | None = None) -> int:

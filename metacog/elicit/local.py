@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import math
 import os
 import sys
@@ -369,7 +370,7 @@ def _make_provider(litellm):
                                   total_tokens=r["prompt_tokens"] + r["completion_tokens"])
             setattr(model_response, "usage", usage)
             model_response._hidden_params["backend_version"] = (
-                f"{llama_version()}; litellm {_litellm_version()}")
+                f"{llama_version()}; litellm {litellm_version()}")
             model_response._hidden_params["response_cost"] = 0.0
             model_response._hidden_params["local_seconds"] = time.perf_counter() - t0
             return model_response
@@ -380,10 +381,15 @@ def _make_provider(litellm):
     return LocalProvider()
 
 
-def _litellm_version() -> str:
-    from metacog.elicit.engine import _litellm_version as v
+@functools.lru_cache(maxsize=None)
+def litellm_version() -> str:
+    """The installed litellm version, or 'unknown'."""
+    try:
+        from importlib.metadata import version
 
-    return v()
+        return version("litellm")
+    except Exception:  # noqa: BLE001
+        return "unknown"
 
 
 def register(litellm) -> None:

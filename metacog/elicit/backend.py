@@ -1,0 +1,191 @@
+"""One call through litellm, with retries: the only module that imports litellm.
+
+litellm is imported lazily (the import takes seconds and must stay offline:
+the cost map is the bundled one). :func:`call_one` asks one task with
+exponential backoff and jitter on 429, 5xx, timeouts and broken replies, and
+returns ('ok', payload) or ('error', payload): it never raises for a failed call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import random
+import threading
+import time
+from typing import Any
+
+from metacog.elicit import parse
+from metacog.elicit.local import litellm_version, register
+from metacog.elicit.redaction import redact
+from metacog.elicit.tasks import Settings, Task, is_local
+
+# litellm fetches its price map from GitHub at import unless told not to; set this as
+# early as possible, in case anything else in the process imports litellm first.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+_litellm = None
+_litellm_lock = threading.Lock()
+
+
+def get_litellm():
+    """Import litellm with the offline cost map and the local provider registered."""
+    global _litellm
+    with _litellm_lock:
+        if _litellm is None:
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            os.environ.setdefault("LITELLM_LOG", "ERROR")
+            import litellm
+
+            litellm.suppress_debug_info = True
+            litellm.telemetry = False
+            register(litellm)
+            _litellm = litellm
+    return _litellm
+
+
+_RETRY_STATUS = {408, 409, 425, 429}
+
+
+def _status_code(exc: BaseException) -> int | None:
+    for attr in ("status_code", "code", "http_status"):
+        v = getattr(exc, attr, None)
+        if isinstance(v, int):
+            return v
+    resp = getattr(exc, "response", None)
+    v = getattr(resp, "status_code", None)
+    return v if isinstance(v, int) else None
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """429, 5xx, timeouts, dropped connections and unreadable replies are worth another try."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError, EmptyReply)):
+        return True
+    code = _status_code(exc)
+    if code is not None:
+        return code in _RETRY_STATUS or code >= 500
+    name = type(exc).__name__
+    if name in ("Timeout", "APITimeoutError", "APIConnectionError", "RateLimitError",
+                "InternalServerError", "ServiceUnavailableError", "BadGatewayError",
+                "JSONDecodeError", "APIResponseValidationError"):
+        return True
+    msg = str(exc).lower()
+    return any(w in msg for w in ("timed out", "timeout", "connection", "json", "expecting value"))
+
+
+@functools.lru_cache(maxsize=None)
+def priced(model: str) -> bool:
+    """True when litellm's offline cost map has a per-token price for ``model``."""
+    if is_local(model):
+        return True
+    try:
+        info = get_litellm().get_model_info(model)
+    except Exception:  # noqa: BLE001
+        return False
+    return info.get("input_cost_per_token") is not None
+
+
+class EmptyReply(RuntimeError):
+    """The provider answered 200 but with no choices."""
+
+
+def _backend_version(litellm=None) -> str:
+    return f"litellm {litellm_version()}"
+
+
+def _extract(resp: Any, task: Task, latency: float, attempts: int, litellm) -> dict[str, Any]:
+    choices = getattr(resp, "choices", None) or []
+    if not choices:
+        raise EmptyReply("the reply has no choices")
+    ch = choices[0]
+    msg = getattr(ch, "message", None)
+    text = getattr(msg, "content", None) if msg is not None else None
+    reasoning = getattr(msg, "reasoning_content", None) if msg is not None else None
+    p_yes = None
+    top = None
+    lp = getattr(ch, "logprobs", None)
+    if lp is not None:
+        content = lp.get("content") if isinstance(lp, dict) else getattr(lp, "content", None)
+        if content:
+            content = [c if isinstance(c, dict) else c.model_dump() for c in content]
+            p_yes = parse.p_yes_from_logprobs(content, task.template.final_prefix)
+    usage = getattr(resp, "usage", None)
+    hidden = getattr(resp, "_hidden_params", None) or {}
+    local = is_local(task.model)
+    if local:
+        cost = 0.0
+    elif not priced(task.model):
+        cost = None  # unknown price: missing, not zero
+    else:
+        cost = hidden.get("response_cost")
+        if cost is None:
+            try:
+                cost = float(litellm.completion_cost(completion_response=resp))
+            except Exception:  # noqa: BLE001 - unknown price: leave it missing
+                cost = None
+    if local and hidden.get("local_seconds") is not None:
+        latency = float(hidden["local_seconds"])  # compute time, not time queued for the CPU
+    return {
+        "text": text,
+        "reasoning_content": reasoning,
+        "finish_reason": getattr(ch, "finish_reason", None),
+        "p_yes": p_yes,
+        "prompt_tokens": getattr(usage, "prompt_tokens", None),
+        "completion_tokens": getattr(usage, "completion_tokens", None),
+        "cost_usd": cost,
+        "latency_s": latency,
+        "attempts": attempts,
+        "response_model": getattr(resp, "model", None),
+        "backend": "llama_cpp" if local else "litellm",
+        "backend_version": hidden.get("backend_version") or _backend_version(litellm),
+    }
+
+
+async def call_one(task: Task, s: Settings, litellm=None, sleep=asyncio.sleep) -> tuple[str, dict[str, Any]]:
+    """Ask one task with retries; returns ('ok'|'error', payload). Never raises for a failed call."""
+    litellm = litellm or get_litellm()
+    kwargs = dict(task.params)
+    if s.api_base and not is_local(task.model):
+        kwargs["api_base"] = s.api_base
+    if is_local(task.model):
+        t = task.template
+        kwargs["metacog_protocol"] = {
+            "kind": t.kind, "final_prefix": t.final_prefix, "choices": list(t.choices),
+            "confidence_prefix": t.confidence_prefix, "template": t.tag,
+        }
+        timeout = None  # CPU generation cannot hang on a network; a timed-out thread would keep running
+    else:
+        kwargs["drop_params"] = True
+        timeout = s.timeout
+    rng = random.Random(f"{task.key}")
+    t_first = time.perf_counter()
+    last: BaseException | None = None
+    for attempt in range(1, s.max_retries + 2):
+        t0 = time.perf_counter()
+        try:
+            coro = litellm.acompletion(model=task.model, messages=task.messages, timeout=timeout,
+                                       max_retries=0, num_retries=0, **kwargs)
+            resp = await (coro if timeout is None else asyncio.wait_for(coro, timeout + 1.0))
+            return "ok", _extract(resp, task, time.perf_counter() - t0, attempt, litellm)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a row
+            last = exc
+            if not is_retryable(exc) or attempt > s.max_retries:
+                break
+            delay = min(s.max_backoff, s.backoff * 2 ** (attempt - 1)) * rng.uniform(0.5, 1.5)
+            await sleep(delay)
+    exc = last
+    retryable = is_retryable(exc)
+    reason = "retries exhausted" if retryable else "not retryable"
+    return "error", {
+        "error": redact(f"{type(exc).__name__}: {str(exc)[:1900]} [{reason}]"),
+        "error_type": type(exc).__name__,
+        "status_code": _status_code(exc),
+        "final_status": f"failed after {attempt} attempt(s): {reason}",
+        "attempts": attempt,
+        "latency_s": time.perf_counter() - t_first,
+        "backend": "llama_cpp" if is_local(task.model) else "litellm",
+        "backend_version": _backend_version(litellm),
+    }

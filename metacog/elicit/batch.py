@@ -1,0 +1,197 @@
+"""Asking a batch of tasks: replay from the cache, lease, ask with bounded concurrency, store.
+
+Identical keys are asked once. Keys another live run holds a lease on are
+not asked here: this run waits for their rows (or takes the lease over when
+that run dies), so two runs on one cache never ask the same call twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from metacog.elicit.backend import call_one, get_litellm
+from metacog.elicit.cache import LEASE_SECONDS, Cache
+from metacog.elicit.cost import check_budget, estimate_cost
+from metacog.elicit.redaction import redact_payload
+from metacog.elicit.tasks import Settings, Task, is_local
+
+#: Seconds between looks at keys another run is asking.
+POLL_SECONDS = 0.5
+
+
+@dataclass
+class Counts:
+    """What a run did: asked, replayed, failed, skipped (budget), waited for (other run), spent."""
+
+    done: int = 0
+    cached: int = 0
+    failed: int = 0
+    skipped: int = 0
+    waited: int = 0
+    spent: float = 0.0
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="call", dynamic_ncols=True, leave=True)
+
+
+def _usable(entry, s: Settings) -> bool:
+    return entry is not None and (entry.status == "ok" or not s.retry_failed)
+
+
+def _announce(todo: list[Task], s: Settings, counts: Counts) -> None:
+    paid = [t for t in todo if not is_local(t.model)]
+    if paid and (s.max_cost is not None or s.progress):
+        est = estimate_cost(paid, s.api_base)
+        if s.progress:
+            total = est["cost_usd"].sum(min_count=1)
+            print(f"metacog.elicit: {len(paid)} uncached remote call(s), estimated cost at most "
+                  f"${total:.4f}" + (" (some models have no price)" if est["cost_usd"].isna().any()
+                                     else ""), file=sys.stderr)
+        if s.max_cost is not None:
+            check_budget(est, s.max_cost - counts.spent)
+
+
+async def _heartbeat(cache: Cache, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        try:
+            await asyncio.wait_for(stop.wait(), LEASE_SECONDS / 3)
+        except asyncio.TimeoutError:
+            await asyncio.to_thread(cache.renew)
+
+
+async def run_tasks(tasks: list[Task], cache: Cache | None, s: Settings, counts: Counts,
+                    desc: str) -> dict[str, tuple[str, dict[str, Any], bool]]:
+    """key -> (status, payload, from_cache) for every task."""
+    unique: dict[str, Task] = {}
+    for t in tasks:
+        unique.setdefault(t.key, t)
+    started = time.time()
+    known = cache.get_many(unique) if cache is not None else {}
+    results: dict[str, tuple[str, dict[str, Any], bool]] = {}
+    todo: list[Task] = []
+    for k, t in unique.items():
+        e = known.get(k)
+        if _usable(e, s):
+            results[k] = (e.status, e.payload, True)
+        else:
+            todo.append(t)
+    counts.cached += len(results)
+    counts.failed += sum(1 for st, _, _ in results.values() if st == "error")
+    bar = _progress(len(unique), desc, s.progress)
+    if bar is not None:
+        bar.update(len(results))
+    if todo:
+        _announce(todo, s, counts)
+        stop = asyncio.Event()
+        beat = asyncio.create_task(_heartbeat(cache, stop)) if cache is not None else None
+        try:
+            await _ask_all(todo, cache, s, counts, results, bar, started)
+        finally:
+            stop.set()
+            if beat is not None:
+                await beat
+    if bar is not None:
+        bar.close()
+    return results
+
+
+def check_models(models: list[str], s: Settings, litellm) -> None:
+    """ValueError naming the model when litellm cannot tell which provider serves it."""
+    for m in dict.fromkeys(models):
+        if is_local(m) or (s.router is not None and s.router.serves(m)):
+            continue
+        try:
+            litellm.get_llm_provider(model=m, api_base=s.api_base)
+        except Exception as exc:  # noqa: BLE001 - litellm raises its own BadRequestError
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            raise ValueError(
+                f"model {m!r}: litellm does not know its provider ({first}). Use 'openai/<name>' with "
+                "--api-base for an OpenAI-compatible server (vLLM, llama.cpp, ...), 'local/<name>' for "
+                "the offline panel, or a provider prefix litellm lists.") from None
+
+
+async def _ask_all(todo: list[Task], cache: Cache | None, s: Settings, counts: Counts,
+                   results: dict, bar, started: float) -> None:
+    litellm = get_litellm()
+    check_models([t.model for t in todo], s, litellm)
+    sems: dict[str, asyncio.Semaphore] = {}
+
+    async def worker(t: Task) -> None:
+        # Local models run one call at a time (one process-wide llama.cpp lock anyway).
+        width = 1 if is_local(t.model) else max(1, s.concurrency)
+        sem = sems.setdefault(t.model, asyncio.Semaphore(width))
+        async with sem:
+            if s.max_cost is not None and counts.spent >= s.max_cost and not is_local(t.model):
+                counts.skipped += 1
+                results[t.key] = ("missing", {"error": "skipped: max_cost reached"}, False)
+                if cache is not None:
+                    cache.release([t.key])
+            else:
+                status, payload = await call_one(t, s, litellm)
+                payload = redact_payload(payload)
+                if cache is not None:
+                    request = {"model": t.model, "messages": t.messages, "params": t.params,
+                               "template": t.template.tag}
+                    cache.put(t.key, t.model, status, request, payload)
+                results[t.key] = (status, payload, False)
+                counts.done += 1
+                counts.failed += status == "error"
+                c = payload.get("cost_usd")
+                if c is not None and not (isinstance(c, float) and math.isnan(c)):
+                    counts.spent += float(c)
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(done=counts.done, cached=counts.cached, failed=counts.failed, refresh=False)
+
+    pending = {t.key: t for t in todo}
+    while pending:
+        mine = cache.claim(pending, answered_since=started) if cache is not None else list(pending)
+        batch = [pending.pop(k) for k in mine]
+        await asyncio.gather(*(worker(t) for t in batch))
+        if not pending:
+            break
+        # The rest is being asked by another run: take its rows as they land.
+        await asyncio.sleep(POLL_SECONDS)
+        landed = cache.get_many(pending)
+        for k in list(pending):
+            e = landed.get(k)
+            if e is not None and (e.status == "ok" or e.created >= started):
+                results[k] = (e.status, e.payload, True)
+                counts.waited += 1
+                counts.failed += e.status == "error"
+                del pending[k]
+                if bar is not None:
+                    bar.update(1)
+
+
+def run_coro(coro):
+    """Run ``coro`` to completion, also from inside a running loop (Jupyter)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target():
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # noqa: BLE001
+            box["error"] = exc
+
+    th = threading.Thread(target=target, name="metacog-elicit")
+    th.start()
+    th.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -1,0 +1,67 @@
+"""Cost: an upper-bound estimate of the calls still to make, and the --max-cost check."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import pandas as pd
+
+from metacog.elicit.tasks import Task, is_local
+
+
+class BudgetError(RuntimeError):
+    """The estimated cost of the calls still to make exceeds ``max_cost``."""
+
+
+def estimate_cost(tasks: Sequence[Task], api_base: str | None = None) -> pd.DataFrame:
+    """Upper-bound cost of ``tasks`` per model from litellm's offline price map.
+
+    Prompt tokens are estimated as characters / 4; completion tokens as
+    ``max_tokens``. Local models cost 0; models the map does not know cost NaN
+    (0 when ``api_base`` points at your own server). Returns one row per model:
+    model, calls, prompt_tokens, completion_tokens, cost_usd.
+    """
+    from metacog.elicit.backend import get_litellm
+
+    by: dict[str, list[int]] = {}
+    for t in tasks:
+        chars = sum(len(m["content"]) for m in t.messages)
+        acc = by.setdefault(t.model, [0, 0, 0])
+        acc[0] += 1
+        acc[1] += chars // 4 + 4 * len(t.messages)
+        acc[2] += int(t.params.get("max_tokens", 128))
+    rows = []
+    litellm = None
+    for model, (n, pt, ct) in by.items():
+        if is_local(model):
+            cost = 0.0
+        else:
+            litellm = litellm or get_litellm()
+            try:
+                pc, cc = litellm.cost_per_token(model=model, prompt_tokens=pt, completion_tokens=ct)
+                cost = float(pc + cc)
+            except Exception:  # noqa: BLE001 - not in the price map
+                cost = 0.0 if api_base else math.nan
+        rows.append({"model": model, "calls": n, "prompt_tokens": pt, "completion_tokens": ct,
+                     "cost_usd": cost})
+    return pd.DataFrame(rows, columns=["model", "calls", "prompt_tokens", "completion_tokens", "cost_usd"])
+
+
+def check_budget(est: pd.DataFrame, max_cost: float | None) -> None:
+    """Raise :class:`BudgetError` when ``est`` (from :func:`estimate_cost`) exceeds ``max_cost``."""
+    if max_cost is None or est.empty:
+        return
+    unknown = est.loc[est["cost_usd"].isna(), "model"].tolist()
+    if unknown:
+        raise BudgetError(
+            f"--max-cost {max_cost}: no price for model(s) {unknown} in litellm's offline cost map; "
+            "pass --api-base for your own server, or drop --max-cost to run without a cap."
+        )
+    total = float(est["cost_usd"].sum())
+    if total > max_cost:
+        raise BudgetError(
+            f"estimated cost ${total:.4f} of {int(est['calls'].sum())} uncached call(s) exceeds "
+            f"max_cost ${max_cost:.4f}:\n{est.to_string(index=False)}\n"
+            "Raise --max-cost, lower --n-items, or use cheaper models."
+        )
