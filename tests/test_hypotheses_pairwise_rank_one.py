@@ -201,3 +201,16 @@ def test_structure_interval_is_centred_on_the_estimate():
     b = hr.bootstrap_structure(C, n_boot=30).set_index("statistic")
     for name in ("eig1/eig2", "first eigenvalue share"):
         assert b.at[name, "ci_low"] < b.at[name, "estimate"] < b.at[name, "ci_high"]
+
+
+@pytest.mark.parametrize("gaps", ["none", "confidence"])
+def test_tau_matrix_shortcuts_agree_with_the_general_counts(gaps):
+    C, Y = _pop(0.5, n_models=5, n_items=80, seed=9)
+    if gaps == "confidence":
+        C = C.mask(np.random.default_rng(3).random(C.shape) < 0.1)
+    w = np.random.default_rng(4).integers(0, 3, len(C)).astype(float)
+    fast = hp.tau_matrix(C.to_numpy(), Y.to_numpy(), w)
+    rep = np.repeat(np.arange(len(C)), w.astype(int))
+    ref = stats.pairwise_calibration(C.iloc[rep].reset_index(drop=True), Y.iloc[rep].reset_index(drop=True),
+                                     control=False).matrix("tau").loc[C.columns, C.columns]
+    np.testing.assert_allclose(fast, ref.to_numpy(), atol=1e-12)

@@ -41,14 +41,17 @@ def tau_matrix(C: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None) 
     constant column has no tau (NaN).
     """
     w = np.ones(C.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+    c_gaps, y_gaps = np.isnan(C).any(), np.isnan(Y).any()
     Mc = (~np.isnan(C)).astype(float)
-    My = (~np.isnan(Y)).astype(float) * w[:, None]
     C1 = np.nan_to_num(C)
     Y1 = np.nan_to_num(Y) * w[:, None]
-    n = Mc.T @ My
     n11 = C1.T @ Y1
-    a = C1.T @ My
-    b = Mc.T @ Y1
+    if y_gaps:  # general case: counts over the items both columns have
+        My = (~np.isnan(Y)).astype(float) * w[:, None]
+        n, a = Mc.T @ My, C1.T @ My
+    else:  # every target has every item: judge-only sums, no matrix products
+        n, a = (Mc * w[:, None]).sum(axis=0)[:, None], (C1 * w[:, None]).sum(axis=0)[:, None]
+    b = Mc.T @ Y1 if c_gaps else Y1.sum(axis=0)[None, :]
     den = a * (n - a) * b * (n - b)
     with np.errstate(divide="ignore", invalid="ignore"):
         K = (n * n11 - a * b) / np.sqrt(den)
