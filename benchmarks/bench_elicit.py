@@ -1,16 +1,17 @@
 """Speed figures for metacog.elicit. Prints numbers; asserts nothing.
 
-1. Throughput through litellm against the loopback fake server (tests/fakeserver.py,
-   run as a separate process) with 200 ms injected latency and 32 requests in
-   flight: the ideal is 32 / 0.2 s = 160 requests/s; the goal is >= 80% of it.
-   Then the same load with litellm stubbed out, to separate the engine's own
-   cost from litellm's per-call CPU.
+1. Request rate against the loopback fake server (tests/fakeserver.py, run as
+   a separate process) with 200 ms injected latency, counted AT THE SERVER
+   (first arrival to last reply), through a fresh response cache: at 32 in
+   flight (ideal 32 / 0.2 s = 160 req/s; goal >= 80%) and at 128, on the
+   direct HTTP path, then at 32 through litellm for comparison; then 32 in
+   flight through --router over two servers (how the calls split).
 2. Replaying 10,000 cached responses (a fresh process; litellm must not even be
    imported): goal < 2 s.
 3. The local panel: calls/s through litellm's 'local' provider vs calling
    llama.cpp directly on the same prompts; goal within 10%.
 
-Usage: python benchmarks/bench_elicit.py [--calls 960] [--replay 10000] [--local-items 6] [--skip-local]
+Usage: python benchmarks/bench_elicit.py [--per-slot 30] [--replay 10000] [--local-items 6] [--skip-local]
 The machine's load average is printed with each figure: the numbers are only
 comparable on an otherwise idle machine.
 """
@@ -41,71 +42,83 @@ def synthetic_items(n: int, benchmark: str = "bench") -> list[Item]:
                  gold=False) for i in range(n)]
 
 
-def bench_throughput(calls: int, latency: float = 0.2, concurrency: int = 32) -> None:
-    from metacog.elicit import run
-    from metacog.elicit.engine import get_litellm
-
-    get_litellm()
+def _server(latency: float):
     proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fakeserver.py"), "--latency",
                              str(latency)], stdout=subprocess.PIPE, text=True)
+    port = int(proc.stdout.readline().split()[1])
+    return proc, f"http://127.0.0.1:{port}/v1"
+
+
+def _stats(base: str, reset: bool = False) -> dict:
+    import json
+    import urllib.request
+
+    if reset:
+        req = urllib.request.Request(base + "/stats/reset", data=b"{}", method="POST")
+        urllib.request.urlopen(req).read()
+        return {}
+    return json.loads(urllib.request.urlopen(base + "/stats").read())
+
+
+def bench_throughput(per_slot: int, latency: float = 0.2) -> None:
+    """Requests per second counted at the server (first arrival to last reply), through the cache."""
+    from metacog.elicit import run
+    from metacog.elicit.backend import get_litellm
+
+    get_litellm()  # import once, outside the timings
+    os.environ.setdefault("OPENAI_API_KEY", "loopback-key-for-the-fake-server")
+    servers = [_server(latency)]
+    base = servers[0][1]
     try:
-        port = int(proc.stdout.readline().split()[1])
-        base = f"http://127.0.0.1:{port}/v1"
-        os.environ.setdefault("OPENAI_API_KEY", "sk-fake-for-the-loopback-server")
-        kw = dict(models=["openai/fake"], probes=["answer"], cache=False, api_base=base,
-                  concurrency=concurrency, progress=False)
-        run(synthetic_items(64, "warmup"), **kw)  # connection pool, lazy imports
-        best = 0.0
-        for rep in range(2):
-            items = synthetic_items(calls, f"tp{rep}")
-            t0 = time.perf_counter()
-            c0 = time.process_time()
-            df = run(items, **kw)
-            dt = time.perf_counter() - t0
-            cpu = time.process_time() - c0
+        cases = [(32, "auto"), (128, "auto"), (32, "litellm")]
+        for conc, transport in cases:
+            calls = per_slot * conc if transport == "auto" else min(per_slot * conc, 640)
+            with tempfile.TemporaryDirectory() as d:
+                kw = dict(models=["openai/fake"], probes=["answer"], api_base=base, concurrency=conc,
+                          progress=False, transport=transport)
+                run(synthetic_items(conc, f"w{conc}{transport}"), cache=False, **kw)  # warm up
+                _stats(base, reset=True)
+                c0, t0 = time.process_time(), time.perf_counter()
+                df = run(synthetic_items(calls, f"tp{conc}{transport}"), cache=d, **kw)
+                cpu, wall = time.process_time() - c0, time.perf_counter() - t0
+                st = _stats(base)
+            rate = st["requests"] / st["seconds"]
+            ideal = conc / latency
             ok = int((df["parse_status"] == "ok").sum())
-            rate = calls / dt
-            best = max(best, rate)
-            ideal = concurrency / latency
-            print(f"[throughput] run {rep + 1}: {calls} calls ({ok} ok) in {dt:.2f} s = {rate:.1f} req/s "
-                  f"= {100 * rate / ideal:.0f}% of ideal {ideal:.0f} req/s; client CPU "
-                  f"{1000 * cpu / calls:.2f} ms/call; {load()}")
-        print(f"[throughput] best: {best:.1f} req/s = {100 * best / (concurrency / latency):.0f}% of ideal "
-              f"(goal >= 80%)")
+            print(f"[throughput] {conc} in flight via {'direct HTTP' if transport == 'auto' else 'litellm'}: "
+                  f"{st['requests']} requests ({ok} rows ok) at the server in {st['seconds']:.2f} s = "
+                  f"{rate:.1f} req/s = {100 * rate / ideal:.0f}% of ideal {ideal:.0f} (goal >= 80% at 32); "
+                  f"client {calls / wall:.1f} calls/s end to end, CPU {1000 * cpu / calls:.2f} ms/call; {load()}")
+        bench_router(per_slot, latency, base)
+    finally:
+        for proc, _ in servers:
+            proc.kill()
+            proc.wait()
+
+
+def bench_router(per_slot: int, latency: float, first: str, conc: int = 32) -> None:
+    """The same load through --router over two deployments: how it splits and the rate."""
+    from metacog.elicit import run
+    from metacog.elicit.router import load_router
+
+    proc, second = _server(latency)
+    try:
+        spec = load_router({"model_list": [
+            {"model_name": "pool", "litellm_params": {"model": "openai/fake", "api_base": b}}
+            for b in (first, second)]})
+        for b in (first, second):
+            _stats(b, reset=True)
+        t0 = time.perf_counter()
+        run(synthetic_items(per_slot * conc, "router"), models=["pool"], probes=["answer"], cache=False,
+            router=spec, concurrency=conc, progress=False)
+        wall = time.perf_counter() - t0
+        got = [_stats(b)["requests"] for b in (first, second)]
+        print(f"[router] {conc} in flight over 2 deployments: {got[0]} + {got[1]} requests, "
+              f"{sum(got) / wall:.1f} req/s end to end ({100 * sum(got) / wall / (conc / latency):.0f}% of "
+              f"ideal); {load()}")
     finally:
         proc.kill()
         proc.wait()
-
-
-def bench_engine_only(calls: int, latency: float = 0.2, concurrency: int = 32) -> None:
-    """The same load with litellm replaced by a stub that sleeps ``latency``: the engine's own cost."""
-    import asyncio
-
-    from metacog.elicit import engine, run
-
-    real = engine.get_litellm()
-    reply = real.completion(model="openai/gpt-4o-mini", messages=[{"role": "user", "content": "x"}],
-                            mock_response="Final answer: 1")
-
-    class Stub:
-        def __getattr__(self, name):
-            return getattr(real, name)
-
-        async def acompletion(self, **kw):
-            await asyncio.sleep(latency)
-            return reply
-
-    engine._litellm = Stub()
-    try:
-        t0, c0 = time.perf_counter(), time.process_time()
-        run(synthetic_items(calls, "stub"), models=["openai/fake"], probes=["answer"], cache=False,
-            concurrency=concurrency, progress=False)
-        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-    finally:
-        engine._litellm = real
-    print(f"[engine only] litellm stubbed out: {calls / dt:.1f} req/s = "
-          f"{100 * calls / dt / (concurrency / latency):.0f}% of ideal; engine CPU "
-          f"{1000 * cpu / calls:.2f} ms/call; {load()}")
 
 
 def _replay_child(cache_dir: str, n_items: int) -> None:
@@ -187,7 +200,7 @@ def bench_local(n_items: int, model: str = "smollm2-135m", max_tokens: int = 32)
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--calls", type=int, default=960)
+    ap.add_argument("--per-slot", type=int, default=30, help="calls per concurrency slot (default 30)")
     ap.add_argument("--replay", type=int, default=10_000)
     ap.add_argument("--local-items", type=int, default=6)
     ap.add_argument("--skip-local", action="store_true")
@@ -197,8 +210,7 @@ def main(argv=None) -> int:
         _replay_child(a.replay_child[0], int(a.replay_child[1]))
         return 0
     bench_replay(a.replay)
-    bench_throughput(a.calls)
-    bench_engine_only(a.calls)
+    bench_throughput(a.per_slot)
     if not a.skip_local:
         bench_local(a.local_items)
     return 0

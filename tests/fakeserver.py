@@ -51,6 +51,8 @@ class FakeServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.auth_headers: set[str] = set()
+        self.first_arrival: float | None = None  # time.monotonic() of the first chat request
+        self.last_done: float | None = None  # ... and of the last reply sent
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -141,8 +143,12 @@ class FakeServer:
 
     async def _route(self, method: str, path: str, body: bytes, auth: str = ""):
         if method == "GET" and path.rstrip("/").endswith("/stats"):
+            span = (self.last_done - self.first_arrival) if self.first_arrival and self.last_done else None
             return 200, {"requests": self.requests, "max_in_flight": self.max_in_flight,
-                         "seen": dict(self.seen)}
+                         "seconds": span, "seen": dict(self.seen)}
+        if method == "POST" and path.rstrip("/").endswith("/stats/reset"):
+            self.requests, self.max_in_flight, self.first_arrival, self.last_done = 0, 0, None, None
+            return 200, {"reset": True}
         if method == "GET" and path.rstrip("/").endswith("/models"):
             return 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}
         if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
@@ -152,12 +158,15 @@ class FakeServer:
         except json.JSONDecodeError:
             return 400, {"error": {"message": "bad json", "type": "invalid_request_error"}}
         self.requests += 1
+        if self.first_arrival is None:
+            self.first_arrival = time.monotonic()
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             return await self._complete(req, auth)
         finally:
             self.in_flight -= 1
+            self.last_done = time.monotonic()
 
     async def _complete(self, req: dict, auth: str = ""):
         msgs = req.get("messages") or []

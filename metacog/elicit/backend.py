@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-from metacog.elicit import parse
+from metacog.elicit import http, parse
 from metacog.elicit.local import litellm_version, register
 from metacog.elicit.redaction import redact
 from metacog.elicit.tasks import Settings, Task, is_local
@@ -62,6 +62,8 @@ def is_retryable(exc: BaseException) -> bool:
     """429, 5xx, timeouts, dropped connections and unreadable replies are worth another try."""
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError, EmptyReply)):
         return True
+    if type(exc).__module__.startswith("aiohttp") and not isinstance(exc, http.HTTPError):
+        return True  # connection reset, refused, payload errors
     code = _status_code(exc)
     if code is not None:
         return code in _RETRY_STATUS or code >= 500
@@ -142,9 +144,72 @@ def _extract(resp: Any, task: Task, latency: float, attempts: int, litellm) -> d
     }
 
 
+def _extract_http(doc: dict[str, Any], task: Task, latency: float, attempts: int) -> dict[str, Any]:
+    f = http.extract(doc)
+    if not f.pop("has_choice"):
+        raise EmptyReply("the reply has no choices")
+    lp = f.pop("logprobs")
+    cost = None
+    if priced(task.model):
+        try:
+            pc, cc = get_litellm().cost_per_token(model=task.model, prompt_tokens=f["prompt_tokens"] or 0,
+                                                  completion_tokens=f["completion_tokens"] or 0)
+            cost = float(pc + cc)
+        except Exception:  # noqa: BLE001 - unknown price: leave it missing
+            cost = None
+    return {**f, "p_yes": parse.p_yes_from_logprobs(lp, task.template.final_prefix) if lp else None,
+            "cost_usd": cost, "latency_s": latency, "attempts": attempts, "backend": "http",
+            "backend_version": http.backend_version()}
+
+
+async def _ask(task: Task, s: Settings, kwargs: dict[str, Any], timeout: float | None, attempt: int,
+               litellm, direct: bool) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    if direct:
+        doc = await http.complete(s.api_base, task.model, task.messages, task.params, timeout,
+                                  os.environ.get("OPENAI_API_KEY"))
+        return _extract_http(doc, task, time.perf_counter() - t0, attempt)
+    coro = litellm.acompletion(model=task.model, messages=task.messages, timeout=timeout,
+                               max_retries=0, num_retries=0, **kwargs)
+    resp = await (coro if timeout is None else asyncio.wait_for(coro, timeout + 1.0))
+    return _extract(resp, task, time.perf_counter() - t0, attempt, litellm)
+
+
+async def _ask_routed(task: Task, s: Settings, name: str, timeout: float, attempt: int) -> dict[str, Any]:
+    """One attempt on the deployment of ``name`` with the most room (waits for room)."""
+    tokens = sum(len(m["content"]) for m in task.messages) // 4 + int(task.params.get("max_tokens", 128))
+    d = await s.router.acquire(name, tokens)
+    t0 = time.perf_counter()
+    try:
+        p = dict(d.params)
+        model, base = p.pop("model"), p.get("api_base")
+        if s.transport == "auto" and http.eligible(model, base, {k: v for k, v in p.items() if k != "api_base"}):
+            doc = await http.complete(base, model, task.messages, task.params, timeout,
+                                      d.api_key or os.environ.get("OPENAI_API_KEY"))
+            out = _extract_http(doc, task, time.perf_counter() - t0, attempt)
+        else:
+            litellm = get_litellm()
+            kw = {**task.params, **p, "drop_params": True, **({"api_key": d.api_key} if d.api_key else {})}
+            coro = litellm.acompletion(model=model, messages=task.messages, timeout=timeout,
+                                       max_retries=0, num_retries=0, **kw)
+            out = _extract(await asyncio.wait_for(coro, timeout + 1.0), task, time.perf_counter() - t0,
+                           attempt, litellm)
+        out["deployment"] = f"{name}: {model} @ {base or 'provider default'}"
+        return out
+    finally:
+        s.router.release(d)
+
+
 async def call_one(task: Task, s: Settings, litellm=None, sleep=asyncio.sleep) -> tuple[str, dict[str, Any]]:
-    """Ask one task with retries; returns ('ok'|'error', payload). Never raises for a failed call."""
-    litellm = litellm or get_litellm()
+    """Ask one task with retries (then its router fallbacks, if any); returns ('ok'|'error', payload).
+
+    Never raises for a failed call.
+    """
+    routed = s.router is not None and s.router.serves(task.model)
+    names = [task.model, *s.router.fallbacks.get(task.model, [])] if routed else [task.model]
+    direct = not routed and s.transport == "auto" and http.eligible(task.model, s.api_base, s.extra)
+    if not routed and not direct:
+        litellm = litellm or get_litellm()
     kwargs = dict(task.params)
     if s.api_base and not is_local(task.model):
         kwargs["api_base"] = s.api_base
@@ -161,24 +226,26 @@ async def call_one(task: Task, s: Settings, litellm=None, sleep=asyncio.sleep) -
     rng = random.Random(f"{task.key}")
     t_first = time.perf_counter()
     last: BaseException | None = None
-    for attempt in range(1, s.max_retries + 2):
-        t0 = time.perf_counter()
-        try:
-            coro = litellm.acompletion(model=task.model, messages=task.messages, timeout=timeout,
-                                       max_retries=0, num_retries=0, **kwargs)
-            resp = await (coro if timeout is None else asyncio.wait_for(coro, timeout + 1.0))
-            return "ok", _extract(resp, task, time.perf_counter() - t0, attempt, litellm)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - every failure becomes a row
-            last = exc
-            if not is_retryable(exc) or attempt > s.max_retries:
-                break
-            delay = min(s.max_backoff, s.backoff * 2 ** (attempt - 1)) * rng.uniform(0.5, 1.5)
-            await sleep(delay)
+    attempt = 0
+    for name in names:
+        for tries in range(1, s.max_retries + 2):
+            attempt += 1
+            try:
+                if routed:
+                    return "ok", await _ask_routed(task, s, name, timeout, attempt)
+                return "ok", await _ask(task, s, kwargs, timeout, attempt, litellm, direct)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - every failure becomes a row
+                last = exc
+                if not is_retryable(exc) or tries > s.max_retries:
+                    break
+                delay = min(s.max_backoff, s.backoff * 2 ** (tries - 1)) * rng.uniform(0.5, 1.5)
+                await sleep(delay)
     exc = last
     retryable = is_retryable(exc)
     reason = "retries exhausted" if retryable else "not retryable"
+    backend = "llama_cpp" if is_local(task.model) else ("http" if direct else "litellm")
     return "error", {
         "error": redact(f"{type(exc).__name__}: {str(exc)[:1900]} [{reason}]"),
         "error_type": type(exc).__name__,
@@ -186,6 +253,6 @@ async def call_one(task: Task, s: Settings, litellm=None, sleep=asyncio.sleep) -
         "final_status": f"failed after {attempt} attempt(s): {reason}",
         "attempts": attempt,
         "latency_s": time.perf_counter() - t_first,
-        "backend": "llama_cpp" if is_local(task.model) else "litellm",
-        "backend_version": _backend_version(litellm),
+        "backend": backend,
+        "backend_version": http.backend_version() if backend == "http" else _backend_version(),
     }

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from metacog.elicit import http
 from metacog.elicit.backend import call_one, get_litellm
 from metacog.elicit.cache import LEASE_SECONDS, Cache
 from metacog.elicit.cost import check_budget, estimate_cost
@@ -123,8 +124,12 @@ def check_models(models: list[str], s: Settings, litellm) -> None:
 
 async def _ask_all(todo: list[Task], cache: Cache | None, s: Settings, counts: Counts,
                    results: dict, bar, started: float) -> None:
-    litellm = get_litellm()
-    check_models([t.model for t in todo], s, litellm)
+    via_litellm = [t.model for t in todo
+                   if not (s.router is not None and s.router.serves(t.model))
+                   and not (s.transport == "auto" and http.eligible(t.model, s.api_base, s.extra))]
+    litellm = get_litellm() if via_litellm else None
+    if via_litellm:
+        check_models(via_litellm, s, litellm)
     sems: dict[str, asyncio.Semaphore] = {}
 
     async def worker(t: Task) -> None:
@@ -154,6 +159,14 @@ async def _ask_all(todo: list[Task], cache: Cache | None, s: Settings, counts: C
             bar.update(1)
             bar.set_postfix(done=counts.done, cached=counts.cached, failed=counts.failed, refresh=False)
 
+    try:
+        await _drain(todo, cache, s, counts, results, bar, started, worker)
+    finally:
+        await http.close()
+
+
+async def _drain(todo, cache, s, counts, results, bar, started, worker) -> None:
+    """Ask what this run can lease; take the rows of what another run is asking as they land."""
     pending = {t.key: t for t in todo}
     while pending:
         mine = cache.claim(pending, answered_since=started) if cache is not None else list(pending)

@@ -50,6 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     ask.add_argument("--api-base", default=None, metavar="URL",
                      help="OpenAI-compatible server for openai/<name> models; keys come from the "
                      "environment (OPENAI_API_KEY ...)")
+    ask.add_argument("--router", type=Path, default=None, metavar="FILE.yaml",
+                     help="litellm Router model_list file: model names served by several deployments "
+                     "(each with optional rpm/tpm limits) plus fallbacks; --models may use its names")
     ask.add_argument("--samples", type=int, default=1, help="repeats per call (default 1)")
     ask.add_argument("--max-tokens", type=int, default=None, help="override the templates' max_tokens")
     ask.add_argument("--concurrency", type=int, default=8, metavar="K",

@@ -38,7 +38,7 @@ from metacog.elicit.tasks import (CODE_BENCHMARKS, DEFAULT_MODELS, LOCAL_PREFIX,
                                   is_local, make_task)
 from metacog.items import Item
 
-def _check_inputs(items, models, probes) -> tuple[list[Item], list[str], list[str]]:
+def _check_inputs(items, models, probes, router=None) -> tuple[list[Item], list[str], list[str]]:
     items = list(items)
     bad = [i for i, it in enumerate(items) if not isinstance(it, Item)]
     if bad:
@@ -56,6 +56,8 @@ def _check_inputs(items, models, probes) -> tuple[list[Item], list[str], list[st
     if not models:
         raise ValueError("run: no models given; e.g. models=['local/smollm2-135m'].")
     for m in models:
+        if router is not None and router.serves(m):
+            continue
         if "/" not in m:
             raise ValueError(f"run: model id {m!r} has no provider prefix; use litellm ids such as "
                              "'openai/gpt-4o-mini', 'openai/<name>' with api_base, or 'local/<name>'.")
@@ -91,7 +93,8 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
         backoff: float = 1.0, retry_failed: bool = False, max_cost: float | None = None,
         temperature: float = 0.0, max_tokens: int | None = None, seed: int = 0,
         logprobs: bool = True, grader: Callable[[Item, str | None, str], float] | None = None,
-        progress: bool = True, **litellm_kwargs: Any) -> pd.DataFrame:
+        progress: bool = True, router: Any = None, transport: str = "auto",
+        **litellm_kwargs: Any) -> pd.DataFrame:
     """Ask every model every probe on every item; return the tidy response table.
 
     Parameters
@@ -115,13 +118,24 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
         uncached paid calls exceeds it; stop asking once spent.
     grader : ``f(item, reply_text, probe) -> 1.0/0.0/NaN`` for answer probes
         (default :func:`default_grader`).
+    router : a litellm Router ``model_list`` file (YAML), a dict with
+        ``model_list`` (and optional ``fallbacks``, ``routing_strategy``), or a
+        :class:`metacog.elicit.router.RouterSpec`: the model names it defines
+        are asked through its deployments, within their rpm/tpm limits.
+    transport : 'auto' (default) asks ``openai/<name>`` models with ``api_base``
+        directly over HTTP (one shared session, far less CPU per call than
+        litellm); 'litellm' sends every call through litellm.
 
     Returns
     -------
     DataFrame conforming to :mod:`metacog.schema`, plus the columns 'attempts'
     and 'error'. One row per model x item x probe x sample that was asked.
     """
-    items, models, probes = _check_inputs(items, models, probes)
+    if router is not None:
+        from metacog.elicit.router import RouterSpec, load_router
+
+        router = router if isinstance(router, RouterSpec) else load_router(router)
+    items, models, probes = _check_inputs(items, models, probes, router)
     check_kwargs(litellm_kwargs)
     if samples < 1:
         raise ValueError(f"run: samples must be >= 1, got {samples}.")
@@ -132,10 +146,12 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
     if not isinstance(max_retries, int) or max_retries < 0:
         raise ValueError(f"run: max_retries must be an integer >= 0, got {max_retries!r}.")
     _check_sandbox(items, probes, grader)
+    if transport not in ("auto", "litellm"):
+        raise ValueError(f"run: transport must be 'auto' or 'litellm', got {transport!r}.")
     s = Settings(api_base=api_base, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
                  backoff=backoff, retry_failed=retry_failed, max_cost=max_cost,
                  temperature=temperature, max_tokens=max_tokens, seed=seed, logprobs=logprobs,
-                 progress=progress, extra=dict(litellm_kwargs))
+                 progress=progress, extra=dict(litellm_kwargs), router=router, transport=transport)
     grader = grader or default_grader
     own_cache = False
     if cache is False:

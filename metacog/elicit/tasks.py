@@ -51,6 +51,7 @@ class Settings:
     progress: bool = True
     extra: dict[str, Any] = field(default_factory=dict)  # further litellm kwargs (never keys)
     router: Any = None  # a metacog.elicit.router.RouterSpec: model names served by deployments
+    transport: str = "auto"  # 'auto': the direct HTTP path where it applies; 'litellm': always litellm
 
 
 def is_local(model: str) -> bool:
