@@ -37,14 +37,18 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip wheel setuptools
 
-$(VENV)/.book-ready: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e '.[book,elicit]'
+# Dependencies come from the hashed lock (requirements/*.txt, made from pyproject.toml by
+# `uv pip compile`, see README "Locked installs"); then the package itself, without dependencies.
+$(VENV)/.book-ready: pyproject.toml requirements/book.txt | $(BIN)/python
+	$(BIN)/python -m pip install -q --require-hashes -r requirements/book.txt
+	$(BIN)/python -m pip install -q --no-deps -e .
 	touch $@
 
 # Tests also need the real SmolLM2 through llama-cpp-python (built from source, ~10 min the
 # first time; pip caches the wheel) and the hidden-state probe's torch CPU build.
-$(VENV)/.test-ready: pyproject.toml $(VENV)/.book-ready scripts/install_local.sh scripts/install_probe.sh
-	$(BIN)/python -m pip install -q -e '.[book,elicit,test]'
+# llama-cpp-python (built from source) and the torch CPU build stay outside the hashed lock.
+$(VENV)/.test-ready: pyproject.toml requirements/test.txt $(VENV)/.book-ready scripts/install_local.sh scripts/install_probe.sh
+	$(BIN)/python -m pip install -q --require-hashes -r requirements/test.txt
 	scripts/install_local.sh smollm2-135m
 	scripts/install_probe.sh
 	touch $@

@@ -36,12 +36,16 @@ class Run:
     samples: int = 1  # repeats per call (sample s uses seed + s); > 1 needs temperature > 0
     temperature: float = 0.0
     max_tokens: int | None = None  # None: each template's own max_tokens
+    router: str | None = None  # a litellm Router model_list file (relative to runs.yml)
 
     @property
     def settings(self) -> dict:
         """The keyword arguments of :func:`metacog.elicit.run` this run fixes."""
-        return dict(seed=self.seed, samples=self.samples, temperature=self.temperature,
-                    max_tokens=self.max_tokens)
+        out = dict(seed=self.seed, samples=self.samples, temperature=self.temperature,
+                   max_tokens=self.max_tokens)
+        if self.router:
+            out["router"] = self.router
+        return out
 
     @property
     def path(self) -> Path:
@@ -64,7 +68,8 @@ def runs(path: Path | None = None) -> dict[str, Run]:
         run = Run(name, r["benchmark"], tuple(r["models"]), tuple(r["probes"]), int(r["n_items"]),
                   int(r.get("seed", 0)), dict(r.get("options") or {}), int(r.get("samples", 1)),
                   float(r.get("temperature", 0.0)),
-                  None if r.get("max_tokens") is None else int(r["max_tokens"]))
+                  None if r.get("max_tokens") is None else int(r["max_tokens"]),
+                  str(path.parent / r["router"]) if r.get("router") else None)
         if run.samples < 1 or (run.samples > 1 and run.temperature <= 0):
             raise ValueError(f"{path}: run {name!r} asks samples={run.samples} at temperature="
                              f"{run.temperature}; repeated samples need samples >= 2 and temperature > 0 "
@@ -74,7 +79,7 @@ def runs(path: Path | None = None) -> dict[str, Run]:
 
 
 _FIELDS = {"benchmark", "models", "probes", "n_items", "seed", "options", "samples", "temperature",
-           "max_tokens"}
+           "max_tokens", "router"}
 
 
 def items_for(run: Run, n_items: int | None = None, seed: int | None = None):

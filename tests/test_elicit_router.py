@@ -125,3 +125,15 @@ def test_direct_path_matches_litellm(tmp_path):
     cols = ["item_id", "probe", "decision", "parse_status", "correct", "p_yes", "raw_text"]
     assert fast[cols].equals(slow[cols])
     assert fast["p_yes"].notna().any()
+
+
+def test_a_run_in_runs_yml_takes_a_router_file(tmp_path):
+    from metacog import collect
+
+    (tmp_path / "pool.yaml").write_text("model_list:\n  - model_name: pool\n"
+                                        "    litellm_params: {model: openai/fake, api_base: 'http://127.0.0.1:9/v1'}\n")
+    (tmp_path / "runs.yml").write_text("runs:\n  mine:\n    benchmark: audit\n    n_items: 4\n"
+                                       "    models: [pool]\n    probes: [c0]\n    router: pool.yaml\n")
+    run_ = collect.runs(tmp_path / "runs.yml")["mine"]
+    assert run_.settings["router"] == str(tmp_path / "pool.yaml")
+    assert load_router(run_.settings["router"]).serves("pool")

@@ -15,6 +15,7 @@ apply unchanged.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from importlib.metadata import version
 from typing import Any
@@ -69,6 +70,7 @@ def eligible(model: str, api_base: str | None, extra: dict[str, Any]) -> bool:
     return bool(api_base) and model.startswith("openai/") and not extra
 
 
+@functools.lru_cache(maxsize=1)
 def backend_version() -> str:
     return f"metacog-http (aiohttp {version('aiohttp')})"
 

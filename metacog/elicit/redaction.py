@@ -41,23 +41,25 @@ def _pattern(values: tuple[str, ...]) -> re.Pattern | None:
     return re.compile("|".join(re.escape(v) for v in values)) if values else None
 
 
-def redact(text: Any) -> str:
+def redact(text: Any, _pat: re.Pattern | None | bool = False) -> str:
     """``text`` as a string with every secret value and key-shaped substring replaced by '[redacted]'."""
     s = str(text)
-    pat = _pattern(secret_values())
+    pat = _pattern(secret_values()) if _pat is False else _pat
     if pat is not None:
         s = pat.sub(MARK, s)
     return _SHAPES.sub(MARK, s)
 
 
-def redact_payload(obj: Any) -> Any:
+def redact_payload(obj: Any, _pat: re.Pattern | None | bool = False) -> Any:
     """A copy of ``obj`` (dicts, lists, strings) with :func:`redact` applied to every string in it."""
+    if _pat is False:
+        _pat = _pattern(secret_values())  # read the environment once per payload
     if isinstance(obj, str):
-        return redact(obj)
+        return redact(obj, _pat)
     if isinstance(obj, dict):
-        return {k: redact_payload(v) for k, v in obj.items()}
+        return {k: redact_payload(v, _pat) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [redact_payload(v) for v in obj]
+        return [redact_payload(v, _pat) for v in obj]
     return obj
 
 
