@@ -160,3 +160,18 @@ def test_a_dead_runs_lease_is_taken_over(tmp_path):
         assert other.claim(["k2"], ttl=60) == ["k2"]
         assert live.claim(["k1", "k2"]) == ["k1"]
         other.close()
+
+
+def test_scicode_is_refused_before_asking_where_the_sandbox_cannot_seal(tmp_path, monkeypatch):
+    from metacog.benchmarks import sandbox
+
+    monkeypatch.setattr(sandbox, "available", lambda: (False, "needs root"))
+    code_item = Item(item_id="s1", benchmark="scicode", question="Write f.", gold="def f(): pass")
+    with FakeServer() as srv:
+        with pytest.raises(ValueError, match=r"cannot grade \['scicode'\] here: the code sandbox needs root"):
+            run([code_item], models=["openai/fake"], probes=["answer"], cache=False,
+                api_base=srv.base_url, progress=False)
+        # judgments alone need no grading of code
+        df = run([code_item], models=["openai/fake"], probes=["prospective"], cache=False,
+                 api_base=srv.base_url, progress=False)
+        assert srv.requests == 1 and len(df) == 1
