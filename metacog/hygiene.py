@@ -14,7 +14,9 @@ styles or head), one row per finding with the page, the problem and an excerpt:
   "0.44 to 0.44"), "Over 0 ", "by -0." (a negative excess).
 
 Code cells' *source* is only checked for machine paths: a cell that says
-``warnings.filterwarnings(...)`` or ``np.nan`` is not a problem on the page.
+``warnings.filterwarnings(...)`` or ``np.nan`` is not a problem on the page. Code written into
+the prose (``<pre>``/``<code>`` outside cells: commands such as ``.venv/bin/metacog ...``) is an
+example, not a computed value, and is not checked.
 Run ``python -m metacog.hygiene FOLDER`` to print the findings (exit status 1 if any).
 """
 
@@ -79,6 +81,8 @@ class _Visible(HTMLParser):
             region = "input"
         elif "cell_output" in cls or "output" in cls:
             region = "output"
+        elif tag in ("pre", "code") and self._region() == "prose":
+            region = "example"  # a command or snippet written into the prose, not a computed value
         self.stack.append((tag, region))
         if tag in _SKIP:
             self.skip += 1

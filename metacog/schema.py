@@ -24,12 +24,12 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "confidence": ("float64", "Confidence that the model is (or would be) correct, in [0, 1]. "
                    "Binary judgments are 0 or 1; verbal scales are rescaled."),
     "p_yes": ("float64", "First-token P(Yes) / (P(Yes) + P(No)) when the backend gives logprobs."),
-    "correct": ("float64", "1 if the model's answer to this item was correct, 0 if not, NaN if unknown."),
+    "correct": ("float64", "1 if the model's answer to this item was correct, 0 if not, missing if unknown."),
     "parse_status": ("string", "'ok', 'unparseable', 'empty', 'error' (call failed) or 'missing'. "
                      "Unparseable replies are kept, never dropped."),
     "raw_text": ("string", "The full reply text."),
     "reasoning_text": ("string", "The reasoning part of the reply (before the final decision)."),
-    "latency_s": ("float64", "Wall-clock seconds for the call (NaN when replayed from a public log)."),
+    "latency_s": ("float64", "Wall-clock seconds for the call (missing when replayed from a public log)."),
     "prompt_tokens": ("Int64", "Prompt tokens."),
     "completion_tokens": ("Int64", "Completion tokens."),
     "cost_usd": ("float64", "Estimated cost in US dollars (0 for local models)."),

@@ -81,7 +81,6 @@ def test_no_key_like_string_in_executed_notebooks_or_pages(site):
         assert hit is None, f"{f} holds a key-like string"
 
 
-@pytest.mark.xfail(strict=False, reason="pages not yet clean: issue #13")
 def test_built_pages_show_no_nan_warnings_paths_raw_headers_or_template_glitches(site):
     from metacog.hygiene import scan_html
 

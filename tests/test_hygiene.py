@@ -111,3 +111,14 @@ def test_pretty_tables_pass_where_raw_dataframes_fail():
     raw = scan_page(PAGE.format(body=df.to_html()))
     assert set(raw["problem"]) == {"raw header", "nan"}
     assert scan_page(PAGE.format(body=pretty(df)._repr_html_())).empty
+
+
+def test_commands_written_into_prose_are_examples_not_findings():
+    from metacog.hygiene import scan_page
+
+    page = ('<div class="highlight-bash"><pre>.venv/bin/metacog chapter x --out /tmp/out</pre></div>'
+            '<p>Run <code>.venv/bin/metacog book</code>.</p>'
+            '<div class="cell_output"><pre>/work/main/data</pre></div>')
+    found = scan_page(page, "p")
+    assert list(found["problem"]) == ["machine path"]  # only the computed output
+    assert "/work/main" in found["excerpt"].iloc[0]
