@@ -14,9 +14,10 @@ from metacog.data import spar, tidycache
 from metacog.data.fetch import manifest
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def own_cache(tmp_path_factory):
-    """Tidy-table caches go to a private folder, not the user's."""
+    """Tidy-table caches go to a private folder, not the user's, for this module only (a
+    session-wide setting would move every later test's model and result caches too)."""
     old = os.environ.get("METACOG_CACHE_DIR")
     os.environ["METACOG_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
     yield
@@ -26,13 +27,13 @@ def own_cache(tmp_path_factory):
         os.environ["METACOG_CACHE_DIR"] = old
 
 
-@pytest.fixture(scope="session")
-def spar_df(mirror):
+@pytest.fixture(scope="module")
+def spar_df(mirror, own_cache):
     return data.load("spar")
 
 
-@pytest.fixture(scope="session")
-def cal_df(mirror):
+@pytest.fixture(scope="module")
+def cal_df(mirror, own_cache):
     return data.load("calibration_study")
 
 
