@@ -71,13 +71,20 @@ elicit: venv-local
 probe: venv-test
 	$(BIN)/python -m metacog.stability $(PROBE_MODELS)
 
-# Debian packages the tests use: headless Chromium for the rendering test.
+# Debian packages the tests use: headless Chromium for the rendering test, R with psych for the
+# live comparison with R (the committed fixtures are checked either way).
 system-test:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing Debian chromium for the browser test"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium is missing: sudo apt-get install chromium (the browser test will be skipped)"; fi; }
+	@Rscript -e 'library(psych)' >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian R and psych for the live comparison with R"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      r-base-core r-cran-psych r-cran-psychtools >/dev/null; \
+	  else echo "R psych is missing: sudo apt-get install r-base-core r-cran-psych (tests/test_stats_live_r.py will be skipped)"; fi; }
 
 bench: venv-test
 	for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
