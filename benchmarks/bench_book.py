@@ -39,6 +39,9 @@ def run_once(args: list[str]) -> tuple[float, dict[str, float], int]:
 
 
 def main() -> int:
+    mirror = ROOT.parent / "shared" / "data"
+    if not os.environ.get("METACOG_DATA_MIRROR") and (mirror / "SOURCES.md").exists():
+        os.environ["METACOG_DATA_MIRROR"] = str(mirror)  # as the Makefile does
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--skip-render", action="store_true")
