@@ -122,17 +122,13 @@ def test_fisher_interval():
 
 
 def test_third_person_baseline_rewards_private_knowledge():
-    from types import SimpleNamespace
-
     C, Y = _pop(2.0, seed=6, n_models=6, n_items=300)
     rng = np.random.default_rng(0)
     other = C.copy()
     # third-person judgments: the difficulty signal only (every model's majority view)
     other[:] = np.repeat((C.mean(axis=1) > 0.5).to_numpy()[:, None], C.shape[1], axis=1).astype(float)
     other = other.where(rng.random(other.shape) > 0.05, 1 - other)
-    own = SimpleNamespace(models=list(C.columns), confidence=C, correct=Y)
-    third = SimpleNamespace(models=list(C.columns), confidence=other, correct=Y)
-    t = hp.third_person_baseline(own, third, n_boot=50)
+    t = hp.third_person_baseline(C, Y, other, n_boot=50)
     mean = t.set_index("model").loc["mean over models"]
     assert mean["difference"] > 0 and mean["ci_low"] > 0
 
@@ -145,28 +141,26 @@ def _example_file(tmp_path, kappa, n_models=11):
     return str(write_responses(df, tmp_path / "panel.csv"))
 
 
-def test_rank_one_chapter_runs_on_a_file_it_has_never_seen(tmp_path, monkeypatch):
+def _chapter_text(tmp_path, monkeypatch, name, kappa, parameters):
+    """Execute chapter ``name`` on a simulated file (private analysis cache) and return its text."""
     from metacog import chapter
 
     monkeypatch.setenv("METACOG_CACHE_DIR", str(tmp_path / "cache"))
-    path = _example_file(tmp_path, kappa=0.0)
-    nb = chapter.run("rank_one", [path], tmp_path / "out", html=False,
-                     parameters={"pa_iterations": 3, "n_boot": 10})
+    nb = chapter.run(name, [_example_file(tmp_path, kappa=kappa)], tmp_path / "out", html=False,
+                     parameters=parameters)
     text = nb.read_text()
+    assert "Traceback" not in text and "Warning" not in text
+    return text
+
+
+def test_rank_one_chapter_runs_on_a_file_it_has_never_seen(tmp_path, monkeypatch):
+    text = _chapter_text(tmp_path, monkeypatch, "rank_one", 0.0, {"pa_iterations": 3, "n_boot": 10})
     assert "panel · algebra" in text and "panel · law" in text  # each benchmark side by side
     assert "11 models" in text or "| 11 |" in text or ">11<" in text
-    assert "Traceback" not in text and "Warning" not in text
 
 
 def test_pairwise_chapter_finds_a_planted_self_signal(tmp_path, monkeypatch):
-    from metacog import chapter
-
-    monkeypatch.setenv("METACOG_CACHE_DIR", str(tmp_path / "cache"))
-    path = _example_file(tmp_path, kappa=1.5)
-    nb = chapter.run("pairwise", [path], tmp_path / "out", html=False,
-                     parameters={"n_permutations": 99, "n_boot": 50})
-    text = nb.read_text()
-    assert "Traceback" not in text and "Warning" not in text
+    text = _chapter_text(tmp_path, monkeypatch, "pairwise", 1.5, {"n_permutations": 99, "n_boot": 50})
     # the self-versus-other claim is supported on the planted file's benchmarks
     assert "supported" in text and "lies wholly above 0" in text
 

@@ -132,7 +132,7 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, alpha: float = 0
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 res = stats.pairwise_calibration(Cs, Ys, alpha=alpha, control=control)
-                so = stats_self_other(Cs, Ys, n_perm=n_perm, seed=seed)
+                so = stats.self_other_test(Cs, Ys, n_perm=n_perm, seed=seed)
         except ValueError as exc:
             row["note"] = str(exc)
             rows.append(row)
@@ -159,11 +159,6 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, alpha: float = 0
         })
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def stats_self_other(C: pd.DataFrame, Y: pd.DataFrame, *, n_perm: int, seed: int):
-    """The self-versus-other permutation test of :mod:`metacog.stats` (aligned on items)."""
-    return stats.self_other_test(C, Y, n_perm=n_perm, seed=seed)
 
 
 def table(panelset, *, alpha: float = 0.05, unanimous_rule: str = "either", n_perm: int = 999,
@@ -245,31 +240,31 @@ def display_comparison(comparison: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def third_person_baseline(own: "Panel", others: "Panel", *, n_boot: int = 200, seed: int = 0,
+def third_person_baseline(own_confidence: pd.DataFrame, own_correct: pd.DataFrame,
+                          third_confidence: pd.DataFrame, *, n_boot: int = 200, seed: int = 0,
                           ci: float = 0.95) -> pd.DataFrame:
     """Does a model's judgment about itself predict its correctness better than its judgment of
     how many *people* would get the item right?
 
-    ``own`` is a panel of first-person judgments (e.g. spar's prospective answer-or-pass) and
-    ``others`` a panel of the same models' third-person judgments on the same items. For every
+    ``own_confidence`` (items x models) holds first-person judgments (e.g. spar's prospective
+    answer-or-pass), ``own_correct`` the models' correctness, and ``third_confidence`` the same
+    models' third-person judgments on the same items (all 0/1). For every
     model in both, tau-b of each judgment against the model's own correctness on the items it
     has both, and their difference; the last row ("mean over models") averages them, with a
     percentile bootstrap interval over items. A first-person judgment that carries private
     self-knowledge should beat the third-person one.
     """
-    models = [m for m in own.models if m in others.models]
-    items = own.confidence.index.intersection(others.confidence.index)
+    models = [m for m in own_confidence.columns if m in third_confidence.columns]
+    items = own_confidence.index.intersection(third_confidence.index)
     cols = ["model", "items", "tau_own", "tau_third_person", "difference", "ci_low", "ci_high"]
     if not models or len(items) < 10:
         return pd.DataFrame(columns=cols)
-    A = own.confidence.loc[items, models].to_numpy(dtype=float)
-    B = others.confidence.loc[items, models].to_numpy(dtype=float)
-    Y = own.correct.loc[items, models].to_numpy(dtype=float)
+    A = own_confidence.loc[items, models].to_numpy(dtype=float)
+    B = third_confidence.loc[items, models].to_numpy(dtype=float)
+    Y = own_correct.loc[items, models].to_numpy(dtype=float)
 
-    def diag_taus(w):
-        ta = np.array([tau_matrix(A[:, [j]], Y[:, [j]], w)[0, 0] for j in range(len(models))])
-        tb = np.array([tau_matrix(B[:, [j]], Y[:, [j]], w)[0, 0] for j in range(len(models))])
-        return ta, tb
+    def diag_taus(w):  # each model's judgment against its own correctness
+        return np.diag(tau_matrix(A, Y, w)), np.diag(tau_matrix(B, Y, w))
 
     ta, tb = diag_taus(None)
     rng = np.random.default_rng(seed)
@@ -306,21 +301,14 @@ def third_person_table(panelset, *, own: str = "prospective", third: str = "othe
         other = by_key.get((label, bench, third))
         if probe != own or other is None:
             continue
-        res = memo(_third_person_frames, p.confidence, p.correct, other.confidence, n_boot=n_boot, seed=seed)
+        res = memo(third_person_baseline, p.confidence, p.correct, other.confidence, n_boot=n_boot,
+                   seed=seed)
         parts.append(res.assign(**panel_columns(p)))
     if not parts:
         return pd.DataFrame(columns=["model", "items", "tau_own", "tau_third_person", "difference",
                                      "ci_low", "ci_high", "panel", "source", "benchmark", "probe",
                                      "timing"])
     return pd.concat(parts, ignore_index=True)
-
-
-def _third_person_frames(own_conf, own_correct, other_conf, *, n_boot, seed):
-    from types import SimpleNamespace
-
-    own = SimpleNamespace(models=list(own_conf.columns), confidence=own_conf, correct=own_correct)
-    other = SimpleNamespace(models=list(other_conf.columns), confidence=other_conf)
-    return third_person_baseline(own, other, n_boot=n_boot, seed=seed)
 
 
 def third_person_verdicts(table: pd.DataFrame) -> list:
