@@ -103,9 +103,8 @@ def structure(X: pd.DataFrame, *, n_iter: int = 20, reference: str = "resampled"
         row[key] = boot.at[name, "estimate"]
         row[f"{key}_ci_low"] = boot.at[name, "ci_low"]
         row[f"{key}_ci_high"] = boot.at[name, "ci_high"]
-    shape = classify(r) if parallel else ("one dominant factor" if r["eig1"] >= DOMINANCE_RATIO * r["eig2"]
-                                          else "several factors")
-    row.update(mean_rho=r["mean_rho"], pa_factors=r["pa_factors"], shape=shape)
+    # without parallel analysis pa_factors is NaN, so classify() decides on the eigenvalue ratio alone
+    row.update(mean_rho=r["mean_rho"], pa_factors=r["pa_factors"], shape=classify(r))
     return row
 
 
@@ -131,8 +130,6 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, n_iter: int = 20
                          **structure(part, n_iter=n_iter, reference=reference, n_boot=n_boot, seed=seed,
                                      parallel=(matrix, subset) == ("confidence", "all items"))})
     return pd.DataFrame(rows)
-
-
 
 
 def table(panelset, *, n_iter: int = 20, reference: str = "resampled", n_boot: int = 50,
