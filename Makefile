@@ -69,7 +69,7 @@ elicit: venv-local
 # Record the miscalibration chapter's hidden-state study into data/probe/ (torch; cached per
 # condition, so a killed run redoes at most one batch).
 probe: venv-test
-	$(BIN)/python -m metacog.stability $(PROBE_MODELS)
+	$(BIN)/python -m metacog.probe.study $(PROBE_MODELS)
 
 # Debian packages the tests use: headless Chromium for the rendering test, R with psych for the
 # live comparison with R (the committed fixtures are checked either way).

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from metacog.items import Item  # noqa: E402
+from metacog.tidy.items import Item  # noqa: E402
 
 
 def load() -> str:
@@ -160,12 +160,12 @@ def bench_replay(n: int) -> None:
 
 
 def bench_local(n_items: int, model: str = "smollm2-135m", max_tokens: int = 32) -> None:
-    from metacog import models
+    from metacog.elicit import panel
     from metacog.elicit import local, prompts, run
 
-    if not local.available() or not models.is_cached(model):
+    if not local.available() or not panel.is_cached(model):
         print(f"[local] skipped: llama_cpp importable={local.available()}, "
-              f"{model} cached={models.is_cached(model)} (scripts/install_local.sh)")
+              f"{model} cached={panel.is_cached(model)} (scripts/install_local.sh)")
         return
     qs = ["Is the Pacific the largest ocean?", "Do spiders have six legs?",
           "Is Canberra the capital of Australia?", "Is water made of hydrogen and oxygen?",

@@ -37,11 +37,10 @@ def main(argv: list[str] | None = None) -> int:
         if importlib.util.find_spec(mod) is None:
             print(f"bench_hidden: skipped, {mod} is not installed (scripts/install_probe.sh)")
             return 0
-    from metacog import hidden as H
-    from metacog import models
-
-    if not models.is_cached(a.model.removeprefix("local/")) and not a.model.endswith(".gguf"):
-        print(f"bench_hidden: skipped, {a.model} is not fetched (python -m metacog.models fetch {a.model})")
+    from metacog import probe as H
+    from metacog.elicit import panel
+    if not panel.is_cached(a.model.removeprefix("local/")) and not a.model.endswith(".gguf"):
+        print(f"bench_hidden: skipped, {a.model} is not fetched (python -m metacog.elicit.panel fetch {a.model})")
         return 0
     import torch
 

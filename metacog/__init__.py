@@ -1,21 +1,26 @@
 """metacog: the logic behind metacog-book; the notebooks in ``notebooks/`` only call it.
 
-Where things are:
+Where things are (packages from the lowest layer up; each imports only lower ones):
 
-- data: :mod:`metacog.data` (public logs, each loaded as a tidy table), :mod:`metacog.settings`
-  (where the checkout and the project's data folder are), :mod:`metacog.collect` (recorded runs);
-- tidy tables: :mod:`metacog.schema` (one row per model x item x probe), :mod:`metacog.tables`
-  (items x models matrices, binarisation), :mod:`metacog.panels` (judgment panels per source);
-- elicit: :mod:`metacog.elicit` (ask models through a resumable cache), :mod:`metacog.models`
-  (the offline GGUF panel);
-- benchmarks: :mod:`metacog.benchmarks` (items and graders), :mod:`metacog.items`;
-- stats: :mod:`metacog.stats` (one AUROC, intervals as ``ci_low``/``ci_high``, bootstraps),
-  :mod:`metacog.verdict` (claims decided on intervals), :mod:`metacog.report` (page formatting);
-- hypotheses: :mod:`metacog.hypotheses`, one module per chapter;
-- probe: :mod:`metacog.probe` (hidden-state noise probe; :mod:`metacog.stability` its study);
-- power: :mod:`metacog.power` with :mod:`metacog.simulate` and :mod:`metacog.calibrate`;
-- book: :mod:`metacog.book` (execute and render), :mod:`metacog.chapter` (one chapter on your
-  own data), :mod:`metacog.cli` (the ``metacog`` command).
+- :mod:`metacog.settings` (where the checkout, data and caches are), :mod:`metacog.memo`
+  (slow results cached by arguments and code);
+- :mod:`metacog.stats`: statistics (one ``auroc``, intervals as ``ci_low``/``ci_high``);
+- :mod:`metacog.tidy`: the response schema, items, items x models tables, page formatting;
+- :mod:`metacog.data`: public logs, recorded runs and a user's own files as tidy tables
+  (:func:`metacog.data.load_responses`);
+- :mod:`metacog.benchmarks`: benchmark items and graders;
+- :mod:`metacog.elicit`: ask any model through a resumable cache; the offline GGUF panel;
+  recording declared runs;
+- :mod:`metacog.probe` (the hidden-state noise probe and its study), :mod:`metacog.power`
+  (simulated populations, power curves, the simulator matched to a dataset);
+- :mod:`metacog.hypotheses`: one module per hypothesis chapter, plus panels and verdicts;
+- :mod:`metacog.pages`: the audit, benchmark and lab pages, and the built book's hygiene scan;
+- :mod:`metacog.book` (execute and render), :mod:`metacog.chapter` (one chapter on your own
+  data), :mod:`metacog.cli` (the ``metacog`` command).
+
+A number on a page comes from the module named after the page's notebook:
+``notebooks/pairwise.md`` -> :mod:`metacog.hypotheses.pairwise`, ``notebooks/audit.md`` ->
+:mod:`metacog.pages.audit`.
 """
 
 __version__ = "0.1.0"

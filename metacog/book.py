@@ -27,7 +27,6 @@ from pathlib import Path
 import yaml
 
 from metacog import settings
-
 MANIFEST = "notebooks/manifest.yml"
 
 

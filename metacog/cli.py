@@ -34,7 +34,6 @@ def _check(args) -> int:
 
 def _data(args) -> int:
     from metacog import data
-
     if args.verify:
         from metacog.data.fetch import verify
 
@@ -71,7 +70,7 @@ def _chapter(args) -> int:
 
 
 def _example_data(args) -> int:
-    from metacog.synth import example_responses, write_responses
+    from metacog.power.examples import example_responses, write_responses
 
     try:
         df = example_responses(n_models=args.models, n_items=args.items, kappa=args.kappa,
@@ -142,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "collect":
-        from metacog.collect import main as collect_main
+        from metacog.elicit.record import main as collect_main
 
         return collect_main(argv[1:])
     args = parser.parse_args(argv)

@@ -124,9 +124,9 @@ def key(func, args, kwargs) -> str:
 
 
 def folder() -> Path:
-    from metacog.data.fetch import cache_dir
+    from metacog.settings import user_cache_dir
 
-    return cache_dir() / "results"
+    return user_cache_dir() / "results"
 
 
 def memo(func, *args, **kwargs):

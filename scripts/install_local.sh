@@ -26,5 +26,5 @@ if [ "$#" -eq 0 ]; then
     set -- smollm2-135m qwen2.5-coder-0.5b qwen2.5-coder-1.5b
 fi
 for name in "$@"; do
-    "$PYTHON" -m metacog.models fetch "$name"
+    "$PYTHON" -m metacog.elicit.panel fetch "$name"
 done

@@ -12,7 +12,7 @@ import pytest
 
 from metacog.benchmarks import APPLICABLE_PROBES, BENCHMARKS, _files, legalbench, load_items, mathsets
 from metacog.benchmarks import mmlu_pro, squad, truefalse
-from metacog.items import CONTEXT_KINDS
+from metacog.tidy.items import CONTEXT_KINDS
 
 
 def _have_mirror() -> bool:

@@ -8,7 +8,7 @@ import pytest
 
 from metacog.benchmarks import _files, load_items
 from metacog.benchmarks.subsets import allocate, strata_table, stratified_subset, stratum_of
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 
 def _items(sizes: dict[str, int]) -> list[Item]:

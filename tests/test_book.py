@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from metacog import book
-
 ROOT = Path(__file__).resolve().parents[1]
 
 NOTEBOOK = """\
@@ -69,10 +68,10 @@ def test_every_benchmark_and_hypothesis_has_its_page():
 
 
 def test_every_run_a_chapter_replays_is_declared_and_recorded():
-    from metacog import collect
+    from metacog.data import recorded
     from metacog.data import LOADERS
 
-    declared = collect.runs(ROOT / "data" / "responses" / "runs.yml")
+    declared = recorded.runs(ROOT / "data" / "responses" / "runs.yml")
     for c in book.load_manifest(ROOT):
         named = [v for k, v in c.parameters.items() if k.endswith("run") and isinstance(v, str)]
         named += [v.split(":")[0] for k, v in c.parameters.items() if k.endswith("sources") for v in v]

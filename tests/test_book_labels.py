@@ -3,8 +3,6 @@
 import nbformat
 
 from metacog import book
-
-
 def _nb(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell("# Template\n\ntext"),

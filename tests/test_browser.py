@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from metacog import book
-
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -82,7 +81,7 @@ def test_no_key_like_string_in_executed_notebooks_or_pages(site):
 
 
 def test_built_pages_show_no_nan_warnings_paths_raw_headers_or_template_glitches(site):
-    from metacog.hygiene import scan_html
+    from metacog.pages.hygiene import scan_html
 
     found = scan_html(site)
     if not found.empty:  # shown with -rx / -s so the lead can see what is left

@@ -8,10 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from metacog import chapter, tables
+from metacog import chapter
+
+from metacog.tidy import tables
 from metacog.cli import main
-from metacog.power import self_other_test
-from metacog.synth import example_responses, write_responses
+from metacog.power.curves import self_other_test
+from metacog.power.examples import example_responses, write_responses
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "chapters" / "manifest.yml"

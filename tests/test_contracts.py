@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from metacog import stats
-from metacog.panels import panels
+from metacog.hypotheses.panels import panels
 
 PACKAGE = Path(__file__).resolve().parents[1] / "metacog"
 

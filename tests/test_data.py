@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import metacog.data as data
-from metacog import schema
+from metacog.tidy import schema
 from metacog.data import battery, fetch as locate_mod
 from metacog.data.registry import DATASETS
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import metacog.data as data
-from metacog import schema
+from metacog.tidy import schema
 from metacog.cli import main as cli
 from metacog.data import calibration_study as cs
 from metacog.data import spar, tidycache

@@ -6,10 +6,10 @@ import math
 import pandas as pd
 import pytest
 
-from metacog import schema
+from metacog.tidy import schema
 from metacog.elicit import BudgetError, Cache, estimate_cost, redact, run
 from metacog.elicit import engine
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 if importlib.util.find_spec("litellm") is None:
     pytest.skip("litellm is not installed (pip install -e .[elicit])", allow_module_level=True)
@@ -130,7 +130,7 @@ def test_bad_inputs_are_clear_errors():
         run(AUDIT + AUDIT[:1], models=["openai/x"], probes=["c0"], cache=False)
     with pytest.raises(ValueError, match="environment variables"):
         run(AUDIT, models=["openai/x"], probes=["c0"], cache=False, api_key="sk-123")
-    with pytest.raises(ValueError, match="not a metacog.items.Item"):
+    with pytest.raises(ValueError, match="not a metacog.tidy.items.Item"):
         run([{"question": "x"}], models=["openai/x"], probes=["c0"], cache=False)
 
 

@@ -13,7 +13,7 @@ import pytest
 from fakeserver import FakeServer
 from metacog.elicit import Cache, cli, run
 from metacog.elicit.cache import CacheError
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 if importlib.util.find_spec("litellm") is None:
     pytest.skip("litellm is not installed (pip install -e .[elicit])", allow_module_level=True)

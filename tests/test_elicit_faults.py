@@ -20,7 +20,7 @@ import pytest
 
 from fakeserver import FakeServer
 from metacog.elicit import Cache, run
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 if importlib.util.find_spec("litellm") is None:
     pytest.skip("litellm is not installed (pip install -e .[elicit])", allow_module_level=True)

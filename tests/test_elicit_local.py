@@ -5,18 +5,18 @@ import math
 import pandas as pd
 import pytest
 
-from metacog import models
+from metacog.elicit import panel
 from metacog.elicit import local, prompts, run
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 pytestmark = [pytest.mark.localmodel, pytest.mark.slow]
 
 if not local.available():
     pytest.skip("llama_cpp is not importable: build it with scripts/install_local.sh",
                 allow_module_level=True)
-if not models.is_cached("smollm2-135m"):
-    pytest.skip(f"SmolLM2 is not cached in {models.model_dir()}: run "
-                "`python -m metacog.models fetch smollm2-135m`", allow_module_level=True)
+if not panel.is_cached("smollm2-135m"):
+    pytest.skip(f"SmolLM2 is not cached in {panel.model_dir()}: run "
+                "`python -m metacog.elicit.panel fetch smollm2-135m`", allow_module_level=True)
 
 MODEL = "local/smollm2-135m"
 ITEMS = [

@@ -9,7 +9,7 @@ import pytest
 
 from metacog.elicit import cache as cache_mod
 from metacog.elicit import parse, prompts
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 ITEM = Item(item_id="q1", benchmark="squad", question="Who wrote Hamlet?", gold="Shakespeare",
             context="Hamlet is a tragedy by William Shakespeare.", context_kind="passage")
@@ -155,7 +155,7 @@ def test_cache_rejects_a_non_sqlite_file(tmp_path):
 
 
 def test_importing_metacog_elicit_does_not_import_litellm():
-    code = ("import sys, metacog, metacog.elicit, metacog.elicit.cli, metacog.models; "
+    code = ("import sys, metacog, metacog.elicit, metacog.elicit.cli, metacog.elicit.panel; "
             "print('litellm' in sys.modules, 'llama_cpp' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]

@@ -11,7 +11,7 @@ import pytest
 from fakeserver import FakeServer
 from metacog.elicit import cli, run
 from metacog.elicit.router import Deployment, load_router
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 if importlib.util.find_spec("litellm") is None:
     pytest.skip("litellm is not installed (pip install -e .[elicit])", allow_module_level=True)
@@ -128,12 +128,11 @@ def test_direct_path_matches_litellm(tmp_path):
 
 
 def test_a_run_in_runs_yml_takes_a_router_file(tmp_path):
-    from metacog import collect
-
+    from metacog.data import recorded
     (tmp_path / "pool.yaml").write_text("model_list:\n  - model_name: pool\n"
                                         "    litellm_params: {model: openai/fake, api_base: 'http://127.0.0.1:9/v1'}\n")
     (tmp_path / "runs.yml").write_text("runs:\n  mine:\n    benchmark: audit\n    n_items: 4\n"
                                        "    models: [pool]\n    probes: [c0]\n    router: pool.yaml\n")
-    run_ = collect.runs(tmp_path / "runs.yml")["mine"]
+    run_ = recorded.runs(tmp_path / "runs.yml")["mine"]
     assert run_.settings["router"] == str(tmp_path / "pool.yaml")
     assert load_router(run_.settings["router"]).serves("pool")

@@ -7,7 +7,7 @@ import pytest
 
 from fakeserver import FakeServer
 from metacog.elicit import redaction, run
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 needs_litellm = pytest.mark.skipif(importlib.util.find_spec("litellm") is None,
                                    reason="litellm is not installed (pip install -e .[elicit])")

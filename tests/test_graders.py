@@ -29,7 +29,7 @@ from metacog.benchmarks.grading import (
     squad_f1,
     yes_no_correct,
 )
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 # ---------------------------------------------------------------------------
 # SQuAD

@@ -4,11 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metacog import miscalibration as mc
-from metacog import stability
+from metacog.hypotheses import miscalibration_audit as mc
+from metacog.probe import study
 from metacog.hypotheses import miscalibration as hm
 from metacog.hypotheses import miscalibration_population as hpop
-from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
 
 
 def policy_rows(model, n_items=120, accuracy=0.9, always_yes=False, seed=0, n_domains=6):
@@ -72,7 +72,7 @@ def test_summary_and_sentence_report_abstentions_and_the_abstain_line():
 
 
 def test_a_source_without_policies_gets_a_sentence(tmp_path):
-    from metacog.synth import example_responses, write_responses
+    from metacog.power.examples import example_responses, write_responses
 
     path = write_responses(example_responses(n_models=3, n_items=5), tmp_path / "plain.csv")
     frames, lacking = hm.policy_frames([str(path)])
@@ -98,7 +98,7 @@ def _study(ocw_shift=0.0, seed=0):
                 rows.append({"condition": cond, "prompt_id": f"i{k}", "layer": layer, "group": group,
                              "displacement": d * f})
     groups = pd.DataFrame({"item_id": [f"i{k}" for k in range(16)]})
-    return stability.Study(groups=groups, probe=pd.DataFrame(rows), sweep=pd.DataFrame())
+    return study.Study(groups=groups, probe=pd.DataFrame(rows), sweep=pd.DataFrame())
 
 
 def _gate(at_chance):
@@ -176,7 +176,7 @@ def test_verdict_paragraph_names_each_claim_once():
 
 def test_chapter_runs_on_a_small_synthetic_source(tmp_path):
     from metacog import chapter
-    from metacog.synth import example_responses, write_responses
+    from metacog.power.examples import example_responses, write_responses
 
     pol = pd.concat([policy_rows("knower", n_items=60), policy_rows("yes-sayer", n_items=60, always_yes=True)])
     pol_path = tmp_path / "policies.csv"

@@ -4,10 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metacog import simulate, stats
+from metacog import stats
+
+from metacog.power import simulate
 from metacog.hypotheses import pairwise as hp
 from metacog.hypotheses import rank_one as hr
-from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
 
 
 def _pop(kappa, seed=0, n_models=12, n_items=400, **kw):
@@ -134,7 +136,7 @@ def test_third_person_baseline_rewards_private_knowledge():
 
 
 def _example_file(tmp_path, kappa, n_models=11):
-    from metacog.synth import example_responses, write_responses
+    from metacog.power.examples import example_responses, write_responses
 
     df = example_responses(n_models=n_models, benchmarks=("algebra", "law"), n_items=150,
                            kappa=kappa, seed=1)
@@ -144,7 +146,6 @@ def _example_file(tmp_path, kappa, n_models=11):
 def _chapter_text(tmp_path, monkeypatch, name, kappa, parameters):
     """Execute chapter ``name`` on a simulated file (private analysis cache) and return its text."""
     from metacog import chapter
-
     monkeypatch.setenv("METACOG_CACHE_DIR", str(tmp_path / "cache"))
     nb = chapter.run(name, [_example_file(tmp_path, kappa=kappa)], tmp_path / "out", html=False,
                      parameters=parameters)
@@ -180,7 +181,7 @@ def test_figures_say_so_when_no_panel_is_large_enough():
 
 def test_status_sentence_names_only_groups_with_members():
     from metacog.hypotheses.common import status_sentence
-    from metacog.verdict import decide
+    from metacog.hypotheses.verdict import decide
 
     vs = [decide("A: x", "s", 1.0, 0.5, 1.5, line=0), decide("B: x", "s", 1.0, 0.5, 1.5, line=0),
           decide("C: x", "s", 0.1, -0.5, 0.5, line=0)]

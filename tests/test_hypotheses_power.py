@@ -7,9 +7,9 @@ import pytest
 from metacog.hypotheses import power as hw
 from metacog.hypotheses import power_design as hd
 from metacog.hypotheses import power_display as hv
-from metacog.report import pretty
-from metacog.simulate import population
-from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+from metacog.tidy.report import pretty
+from metacog.power.simulate import population
+from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
 
 #: Small simulation settings: enough to separate a planted signal from none, fast.
 FAST = dict(n_sims=20, n_sims_factor=8, n_perm=99, n_null=40, kappa_max=2.0, kappa_tol=0.1, n_boot=60)
@@ -113,7 +113,7 @@ def test_grid_headlines_read_the_grid():
 
 def test_power_chapter_runs_on_a_synthetic_source(tmp_path):
     from metacog import chapter
-    from metacog.synth import example_responses, write_responses
+    from metacog.power.examples import example_responses, write_responses
 
     src = write_responses(example_responses(n_models=5, benchmarks=("algebra",), n_items=60, kappa=0.8,
                                             seed=1), tmp_path / "planted.csv")

@@ -6,8 +6,8 @@ import pytest
 
 from metacog import chapter
 from metacog.hypotheses import reasoning_text as hrt
-from metacog.synth import example_responses, write_responses
-from metacog.verdict import INSUFFICIENT, SUPPORTED
+from metacog.power.examples import example_responses, write_responses
+from metacog.hypotheses.verdict import INSUFFICIENT, SUPPORTED
 
 SURE = "I recall this clearly, it is a well-known fact and I am confident."
 UNSURE = "I am not sure, this seems obscure and I might not know it; perhaps, maybe."

@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metacog import shortcut
+from metacog.hypotheses import shortcut_detect
 from metacog.hypotheses import shortcut as hs
 from metacog.hypotheses import shortcut_display as sd
 from metacog.hypotheses.pairwise import tau_matrix
-from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,7 +131,7 @@ def test_reasoning_flags_table_then_parameter_then_na():
 
 
 def test_calibration_study_metadata_has_its_twins():
-    from metacog.modelinfo import model_metadata
+    from metacog.data.model_metadata import model_metadata
 
     meta = model_metadata("calibration_study").set_index("model")
     assert len(meta) == 83
@@ -152,10 +152,10 @@ def test_item_subsets_leave_unlabelled_items_out_of_formal_and_other():
 
 def test_cohen_kappa_and_agreement():
     t = np.array([1, 1, 0, 0, 1, 0, 0, 0] * 5)
-    assert shortcut.cohen_kappa(t, t) == pytest.approx(1.0)
+    assert shortcut_detect.cohen_kappa(t, t) == pytest.approx(1.0)
     p = t.copy()
     p[:4] = 1 - p[:4]
-    a = shortcut.agreement(t, p, n_boot=500).set_index("statistic")
+    a = shortcut_detect.agreement(t, p, n_boot=500).set_index("statistic")
     assert a.at["accuracy", "estimate"] == pytest.approx(36 / 40)
     assert a.at["accuracy", "ci_low"] < 0.9 < a.at["accuracy", "ci_high"]
     # kappa by hand: po = 0.9, pe = pt*pp + (1-pt)(1-pp)
@@ -163,14 +163,14 @@ def test_cohen_kappa_and_agreement():
     pe = pt * pp + (1 - pt) * (1 - pp)
     assert a.at["Cohen's kappa", "estimate"] == pytest.approx((0.9 - pe) / (1 - pe))
     with pytest.raises(ValueError, match="only 0 and 1"):
-        shortcut.agreement([0, 2], [0, 1])
+        shortcut_detect.agreement([0, 2], [0, 1])
 
 
 def test_detector_against_the_hand_labels():
-    labels = shortcut.hand_labels()
+    labels = shortcut_detect.hand_labels()
     assert len(labels) == 40 and labels["solves_inline"].sum() >= 5
-    flagged = shortcut.detect_inline_solving(labels["text"])["inline_solving"].astype(int)
-    a = shortcut.agreement(labels["solves_inline"], flagged).set_index("statistic")
+    flagged = shortcut_detect.detect_inline_solving(labels["text"])["inline_solving"].astype(int)
+    a = shortcut_detect.agreement(labels["solves_inline"], flagged).set_index("statistic")
     # recorded finding: symbolic working is caught, step-by-step prose (legal clauses) is missed
     assert a.at["specificity", "estimate"] == 1.0
     assert 0.4 <= a.at["sensitivity", "estimate"] < 1.0
@@ -187,12 +187,11 @@ def test_hand_labels_name_the_row_when_a_text_changed(tmp_path):
     bad = tmp_path / "labels.csv"
     bad.write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match="data row 1 of labels.csv changed"):
-        shortcut.hand_labels(bad)
+        shortcut_detect.hand_labels(bad)
 
 
 def test_chapter_runs_on_a_small_synthetic_source(tmp_path):
     from metacog import chapter
-
     C, Y, dom, flags = planted(n_pairs=5, n_plain=3, n_items=120, kappa_formal=1.0)
     rows = []
     for m in C.columns:
@@ -210,8 +209,8 @@ def test_chapter_runs_on_a_small_synthetic_source(tmp_path):
 
 
 def test_source_without_flags_gets_one_sentence_and_no_verdict(tmp_path):
-    from metacog.panels import panels
-    from metacog.synth import example_responses, write_responses
+    from metacog.hypotheses.panels import panels
+    from metacog.power.examples import example_responses, write_responses
 
     src = write_responses(example_responses(n_models=5, n_items=40, seed=1), tmp_path / "mine.csv")
     res = hs.tables(panels([str(src)]), n_boot=10)

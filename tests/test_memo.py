@@ -5,7 +5,6 @@ import pandas as pd
 import pytest
 
 from metacog import memo
-
 CALLS = []
 
 
@@ -58,5 +57,5 @@ def test_code_version_follows_the_imports_of_a_module():
     closure = memo.code_version("metacog.hypotheses.pairwise")
     assert closure != memo.code_version("metacog.stats.bootstrap")
     imported = memo._imports(memo._module_file("metacog.hypotheses.pairwise"), "metacog.hypotheses.pairwise")
-    assert {"metacog.stats", "metacog.verdict", "metacog.hypotheses.common"} <= imported
+    assert {"metacog.stats", "metacog.hypotheses.verdict", "metacog.hypotheses.common"} <= imported
     assert "metacog.book" not in imported

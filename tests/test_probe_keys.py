@@ -9,7 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from metacog import collect, probe, settings, stability
+from metacog import probe, settings
+
+from metacog.data import recorded
+
+from metacog.probe import study
 from metacog.benchmarks import audit
 from metacog.stats import bootstrap_difference
 
@@ -22,11 +26,11 @@ SMOL_PLAIN = "334c076791584d9c24359069b9f595a2886a27b6e4611004b837e6096b6e34b3"
 
 @pytest.fixture(scope="module")
 def design():
-    return collect.load("audit_policies"), audit.load_frame()
+    return recorded.load("audit_policies"), audit.load_frame()
 
 
 def _study_keys(model, responses, items) -> set[str]:
-    groups = stability.select_items(responses, f"local/{model}")
+    groups = study.select_items(responses, f"local/{model}")
     ids = list(groups["item_id"])
     chosen = items[items["item_id"].astype(str).isin(ids)][["item_id", "question"]]
     sha = probe.model_sha256(model)
@@ -34,13 +38,13 @@ def _study_keys(model, responses, items) -> set[str]:
                   probe.length_control(chosen, "c0", "c2").loc[ids]]
     keys = {probe.probe_key(sha, p, probe.SIGMA, probe.N_TRIALS, 0)[0] for p in conditions}
     sweep = conditions[0].loc[ids[:4]]
-    keys |= {probe.probe_key(sha, sweep, s, probe.N_TRIALS, 0)[0] for s in stability.SWEEP_SIGMAS}
+    keys |= {probe.probe_key(sha, sweep, s, probe.N_TRIALS, 0)[0] for s in study.SWEEP_SIGMAS}
     return keys
 
 
 def test_key_of_a_known_condition_is_its_committed_file_name(design):
     responses, items = design
-    ids = list(stability.select_items(responses, "local/smollm2-135m")["item_id"])
+    ids = list(study.select_items(responses, "local/smollm2-135m")["item_id"])
     chosen = items[items["item_id"].astype(str).isin(ids)][["item_id", "question"]]
     plain = probe.build_prompts(chosen, "c0").loc[ids]
     key, spec = probe.probe_key(probe.model_sha256("smollm2-135m"), plain, 0.01, 40, 0)
@@ -54,7 +58,7 @@ def test_every_recorded_file_is_a_condition_of_the_study(design):
     responses, items = design
     keys = set().union(*(_study_keys(m, responses, items) for m in MODELS))
     committed = {p.stem for p in RECORDED.glob("*.parquet")}
-    assert len(keys) == 2 * (3 + len(stability.SWEEP_SIGMAS))
+    assert len(keys) == 2 * (3 + len(study.SWEEP_SIGMAS))
     assert keys == committed
 
 
@@ -72,9 +76,9 @@ def test_study_replays_from_the_default_folder_without_recomputing(design, monke
     monkeypatch.delenv(settings.ROOT_ENV, raising=False)
     assert probe.cache_dir() == RECORDED
     responses, items = design
-    st = stability.study("smollm2-135m", responses, items, compute=False)
+    st = study.study("smollm2-135m", responses, items, compute=False)
     assert set(st.probe["condition"]) == {"plain", "self_critique", "length_control"}
-    assert sorted(st.sweep["sigma"].unique()) == sorted(stability.SWEEP_SIGMAS)
+    assert sorted(st.sweep["sigma"].unique()) == sorted(study.SWEEP_SIGMAS)
 
 
 def test_cache_folder_follows_the_data_dir_and_names_the_variables(tmp_path, monkeypatch):

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from metacog import book, settings
+from metacog import settings
 
+from metacog import book
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -4,7 +4,7 @@ arrays, and the normal approximation of the stratified exact test for large desi
 import numpy as np
 import pytest
 
-from metacog import simulate
+from metacog.power import simulate
 from metacog.stats import pairwise as pw
 
 

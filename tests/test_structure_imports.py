@@ -4,8 +4,12 @@ loops between modules, and the low layers never import the high ones.
 A module "imports" another when it names it in ``import`` / ``from ... import`` (a name
 taken from a package that is a submodule counts as that submodule; importing
 ``a.b.c`` also runs the packages ``a.b`` and ``a``, except those the importer lives in).
-Loops are checked on the imports that run when a module is imported (module level, outside
-``if TYPE_CHECKING``); the layering is checked on every import, lazy ones included.
+Loops and the layering are checked on every import, lazy ones (inside functions) included;
+the loop test on the module-level imports alone is kept too, because it names the loop that
+would break ``import`` itself.
+
+The layers, lowest first (README "Layout"): a module may import its own package and the
+packages of lower layers, never a higher layer nor another package of its own layer.
 """
 
 from __future__ import annotations
@@ -18,8 +22,19 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "metacog"
 
-LOW = ("metacog.stats", "metacog.data", "metacog.schema", "metacog.tables")
-HIGH = ("metacog.hypotheses", "metacog.book", "metacog.chapter", "metacog.cli")
+LAYERS = (
+    ("metacog.settings",),  # where the checkout, the data and the caches are
+    ("metacog.memo",),  # the results cache
+    ("metacog.stats",),
+    ("metacog.tidy",),  # schema, items, tables, report
+    ("metacog.data",),  # public logs, recorded runs, user files
+    ("metacog.benchmarks",),
+    ("metacog.elicit",),  # asking models, the local panel, recording runs
+    ("metacog.probe", "metacog.power"),
+    ("metacog.hypotheses",),  # one module per hypothesis chapter, verdicts
+    ("metacog.pages",),  # the other pages: audit, benchmark, lab, hygiene
+    ("metacog.book", "metacog.chapter", "metacog.cli"),  # entry points
+)
 
 
 def module_names() -> dict[str, Path]:
@@ -148,8 +163,8 @@ def test_graph_reader_sees_known_edges():
     assert "metacog.stats.intervals" in g["metacog.stats"]  # a package's own submodules
     assert "metacog.stats" not in g["metacog.stats.axis"]  # but not its parent, from inside
     lazy = import_graph(eager_only=False)
-    assert "metacog.models" in lazy["metacog.probe.loading"]  # imported inside a function
-    assert "metacog.models" not in g["metacog.probe.loading"]
+    assert "metacog.elicit.panel" in lazy["metacog.probe.loading"]  # imported inside a function
+    assert "metacog.elicit.panel" not in g["metacog.probe.loading"]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
@@ -162,12 +177,45 @@ def test_no_import_loops():
     assert found == [], "import loops (module-level imports): " + "; ".join(" <-> ".join(c) for c in found)
 
 
-@pytest.mark.parametrize("low", LOW)
-def test_low_layers_never_import_high_ones(low):
+def layer(name: str) -> int | None:
+    for i, members in enumerate(LAYERS):
+        if _under(name, members):
+            return i
+    return None
+
+
+def _unit(name: str) -> str:
+    """The layer member a module belongs to ('metacog.stats.axis' -> 'metacog.stats')."""
+    return next(m for members in LAYERS for m in members if _under(name, [m]))
+
+
+def test_every_module_has_a_layer():
+    assert sorted(m for m in MODULES if m != "metacog" and layer(m) is None) == []
+
+
+def test_no_import_loops_even_through_lazy_imports():
+    found = cycles(import_graph(eager_only=False))
+    assert found == [], "import loops (any import): " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_imports_run_downward_only():
     g = import_graph(eager_only=False)
-    bad = sorted(f"{m} -> {t}" for m, ts in g.items() if _under(m, [low])
-                 for t in ts if _under(t, HIGH))
-    assert bad == []
+    up = sorted(f"{m} -> {t}" for m, ts in g.items() if m != "metacog" for t in ts
+                if layer(t) > layer(m))
+    assert up == [], "imports of a higher layer: " + "; ".join(up)
+    side = sorted(f"{m} -> {t}" for m, ts in g.items() if m != "metacog" for t in ts
+                  if layer(t) == layer(m) and _unit(t) != _unit(m) and layer(m) < len(LAYERS) - 1)
+    assert side == [], "imports across packages of one layer: " + "; ".join(side)
+
+
+def test_layer_checks_would_catch_a_bad_edge():
+    assert layer("metacog.data.responses") > layer("metacog.tidy.schema")
+    assert layer("metacog.elicit.record") > layer("metacog.data.recorded")
+    assert _unit("metacog.probe.study") != _unit("metacog.power.curves")
+    assert layer("metacog.pages.lab") > layer("metacog.hypotheses.verdict")
+
+
+def test_no_package_module_reaches_into_notebooks():
     for m, path in MODULES.items():
-        if _under(m, [low]):
+        if layer(m) is not None and layer("metacog.stats") <= layer(m) < layer("metacog.hypotheses"):
             assert "notebooks/" not in path.read_text(), f"{m} reaches into notebooks/"

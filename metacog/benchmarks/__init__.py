@@ -1,7 +1,7 @@
 """Benchmark items, graders and deterministic subsets.
 
 :func:`load_items` is the single entry point: ``load_items(name, n_items=None,
-seed=0, **kw)`` returns a list of :class:`metacog.items.Item`, optionally a
+seed=0, **kw)`` returns a list of :class:`metacog.tidy.items.Item`, optionally a
 deterministic stratified subset of ``n_items`` (see :mod:`.subsets`).
 :func:`grade` scores one reply (see :mod:`.grading`). Parsed items are cached
 per process and shared between calls: treat them (and their ``meta``) as
@@ -31,7 +31,7 @@ from typing import Any
 
 from metacog.benchmarks.grading import grade
 from metacog.benchmarks.subsets import stratified_subset, stratum_of
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 #: name -> (module, function) of each loader.
 LOADERS: dict[str, tuple[str, str]] = {

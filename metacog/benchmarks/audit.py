@@ -8,7 +8,7 @@ was written. The one canonical copy ships inside the package, at
 ``metacog/benchmarks/data/audit_items.csv``, so an installed package has it.
 
 - :func:`load_frame` reads and validates the whole set as a DataFrame.
-- :func:`load_items` returns :class:`metacog.items.Item` objects, optionally a
+- :func:`load_items` returns :class:`metacog.tidy.items.Item` objects, optionally a
   deterministic subset stratified by domain and gold label.
 - :func:`domain_counts` tabulates items per domain and label.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 try:  # the data layer's error type, so callers can catch one class for every bad data file
     from metacog.data.files import DataFileError

@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 
 from metacog.benchmarks._files import DataFileError, check_sizes, dataset_dir, read_table
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 APPLICABLE_PROBES = ("prospective",)
 

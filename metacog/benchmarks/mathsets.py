@@ -17,7 +17,7 @@ import re
 
 from metacog.benchmarks._files import DataFileError, check_sizes, dataset_file, read_jsonl, require
 from metacog.benchmarks.grading import extract_boxed
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 
 def _level(value: object, where: str) -> int | None:

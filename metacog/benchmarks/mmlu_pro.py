@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 
 from metacog.benchmarks._files import DataFileError, check_sizes, dataset_file, read_jsonl, require
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 LETTERS = "ABCDEFGHIJ"
 FIELDS = ("question_id", "question", "options", "answer", "answer_index", "category")

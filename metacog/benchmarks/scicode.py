@@ -36,7 +36,7 @@ from pathlib import Path
 
 from metacog.benchmarks import sandbox
 from metacog.benchmarks._files import DataFileError, read_jsonl, require
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 PACKAGE = "nvidia-scicode"
 VERSION = "26.3"

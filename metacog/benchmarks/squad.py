@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 
 from metacog.benchmarks._files import DataFileError, check_sizes, dataset_file, read_json
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 FILES = {"v2": "dev-v2.0.json", "v1": "dev-v1.1.json"}
 

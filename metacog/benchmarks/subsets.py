@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 
 def _level_stratum(item: Item) -> Hashable:

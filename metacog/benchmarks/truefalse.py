@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 
 from metacog.benchmarks._files import DataFileError, check_sizes, dataset_file, read_json, read_table, require
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 TRUTHFULQA_FIELDS = ("Type", "Category", "Question", "Best Answer", "Correct Answers", "Incorrect Answers")
 

@@ -13,7 +13,7 @@ import re
 
 import pandas as pd
 
-from metacog import schema
+from metacog.tidy import schema
 from metacog.data.files import DataFileError, read_csv
 from metacog.data.fetch import check_sizes, locate
 from metacog.data.registry import DATASETS

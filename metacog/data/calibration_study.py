@@ -29,10 +29,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from metacog import schema
+from metacog.tidy import schema
 from metacog.data import tidycache
 from metacog.data.fetch import check_sizes, locate, manifest
-from metacog.data.files import DataFileError
+from metacog.data.files import DataFileError, read_jsonl
 from metacog.data.registry import DATASETS
 
 LOADER_VERSION = "calibration_study-1"
@@ -56,12 +56,21 @@ def _files(folder: Path) -> list[Path]:
 
 
 def _mmlu_pro() -> pd.DataFrame:
-    """MMLU-Pro test items in file order: question_id, category, answer, src."""
-    from metacog.benchmarks import load_items
+    """MMLU-Pro test items in file order: question_id, category, answer (the letter), src.
 
-    items = load_items("mmlu_pro")
-    return pd.DataFrame({"item_id": [it.item_id for it in items], "category": [it.domain for it in items],
-                         "answer": [it.gold for it in items], "src": [it.subject for it in items]})
+    Read straight from the benchmark's ``test.jsonl`` (the data layer sits below
+    :mod:`metacog.benchmarks`, which builds the same items for asking models).
+    """
+    path = Path(locate("mmlu_pro")) / "test.jsonl"
+    rows = read_jsonl(path)
+    for n, row in enumerate(rows, 1):
+        missing = [k for k in ("question_id", "category", "answer") if k not in row]
+        if missing:
+            raise DataFileError(f"{path}: record {n} lacks {missing}; re-download or re-mirror MMLU-Pro.")
+    return pd.DataFrame({"item_id": [str(r["question_id"]) for r in rows],
+                         "category": [str(r["category"]) for r in rows],
+                         "answer": [str(r["answer"]) for r in rows],
+                         "src": [str(r.get("src", "")) for r in rows]})
 
 
 def _read(path: Path) -> pd.DataFrame:

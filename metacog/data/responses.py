@@ -1,6 +1,6 @@
 """One entry point for model responses: a public log, a recorded run or a user's own file.
 
-:func:`load_responses` returns the tidy table of :mod:`metacog.schema` whatever the
+:func:`load_responses` returns the tidy table of :mod:`metacog.tidy.schema` whatever the
 source is, checked: bad input raises :class:`ResponseError`, whose message names the
 file, the column, the first offending lines and the fix. Things worth knowing that are
 not errors (a benchmark on which every model is right on the same items, a model whose
@@ -23,8 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from metacog import schema
-
+from metacog.tidy import schema
 __all__ = ["ResponseError", "load_responses", "response_notes", "source_label"]
 
 SUFFIXES = {".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet",
@@ -149,15 +148,14 @@ def _read_jsonl(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
 
 
 def _registered(source: str) -> tuple[pd.DataFrame, _Where] | None:
-    """A public log through :data:`metacog.data.LOADERS`, or a recorded run; None if neither."""
-    import metacog.data as data
-    from metacog import collect
+    """A public log through :data:`metacog.data.logs.LOADERS`, or a recorded run; None if neither."""
+    from metacog.data import logs, recorded
 
-    if source in tuple(data.LOADERS):
-        return data.load(source), _Where(source, "table")
-    runs_file = collect.RESPONSES / "runs.yml"
-    if runs_file.exists() and source in collect.runs(runs_file):
-        return collect.load(source), _Where(f"recorded run {source!r}", "table")
+    if source in tuple(logs.LOADERS):
+        return logs.load(source), _Where(source, "table")
+    runs_file = recorded.RESPONSES / "runs.yml"
+    if runs_file.exists() and source in recorded.runs(runs_file):
+        return recorded.load(source), _Where(f"recorded run {source!r}", "table")
     return None
 
 
@@ -170,15 +168,14 @@ def _resolve(source) -> tuple[pd.DataFrame, _Where, str | None]:
     found = _registered(name)
     if found is not None:
         return (*found, suffix_probe or None)
-    import metacog.data as data
-    from metacog import collect
+    from metacog.data import logs, recorded
 
-    runs_file = collect.RESPONSES / "runs.yml"
-    declared = sorted(collect.runs(runs_file)) if runs_file.exists() else []
+    runs_file = recorded.RESPONSES / "runs.yml"
+    declared = sorted(recorded.runs(runs_file)) if runs_file.exists() else []
     if Path(source).suffix or os.sep in source:
         raise ResponseError(f"{source}: no such file (working directory {os.getcwd()}).")
     raise ResponseError(
-        f"load_responses: unknown source {source!r}. Use a registered log {list(data.LOADERS)}, "
+        f"load_responses: unknown source {source!r}. Use a registered log {list(logs.LOADERS)}, "
         f"a recorded run {declared} (either optionally as 'name:probe'), or the path of a "
         f"CSV, Parquet or JSON-lines file.")
 
@@ -350,7 +347,7 @@ def response_notes(df: pd.DataFrame) -> pd.DataFrame:
 
 def load_responses(source, *, columns: dict | None = None, probe: str | None = None,
                    benchmark: str | None = None) -> pd.DataFrame:
-    """The tidy response table (:mod:`metacog.schema`) of ``source``, checked.
+    """The tidy response table (:mod:`metacog.tidy.schema`) of ``source``, checked.
 
     ``source`` is a registered public log (any name :func:`metacog.data.load` takes,
     e.g. "atlas"), a recorded run of ``data/responses/runs.yml`` (e.g. "squad"), either
@@ -365,7 +362,7 @@ def load_responses(source, *, columns: dict | None = None, probe: str | None = N
 
     Raises :class:`ResponseError` naming the file, the column, the first offending lines
     and the fix. Registered logs and recorded runs were checked by their loaders (they
-    call :func:`metacog.schema.conform`) and are not checked again unless ``columns``
+    call :func:`metacog.tidy.schema.conform`) and are not checked again unless ``columns``
     renames theirs. Returns the table with ``attrs["notes"]`` (plain sentences, see
     :func:`response_notes`), ``attrs["source"]`` and ``attrs["label"]``.
     """
@@ -381,7 +378,7 @@ def load_responses(source, *, columns: dict | None = None, probe: str | None = N
 
 
 def _checked(df: pd.DataFrame, where: _Where) -> pd.DataFrame:
-    """Every check of :func:`load_responses`, then the schema's own (:func:`metacog.schema.conform`)."""
+    """Every check of :func:`load_responses`, then the schema's own (:func:`metacog.tidy.schema.conform`)."""
     _check_required(df, where)
     if len(df) == 0:
         raise ResponseError(f"{where.name}: the table has a header but no rows.")

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from metacog import schema
+from metacog.tidy import schema
 from metacog.data import tidycache
 from metacog.data.fetch import check_sizes, locate, manifest
 from metacog.data.files import DataFileError, read_json, read_jsonl

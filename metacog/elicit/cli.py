@@ -23,7 +23,7 @@ import random
 import sys
 from pathlib import Path
 
-from metacog.items import CONTEXT_KINDS, Item
+from metacog.tidy.items import CONTEXT_KINDS, Item
 
 _ITEM_FIELDS = ("item_id", "benchmark", "question", "gold", "context", "context_kind", "domain",
                 "subject", "meta")
@@ -35,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     src.add_argument("--benchmark", help="benchmark name for metacog.benchmarks.load_items "
                      "(also the benchmark label of --items rows that have none)")
     src.add_argument("--items", type=Path, metavar="FILE.jsonl",
-                     help="items as JSON lines with metacog.items.Item fields "
+                     help="items as JSON lines with metacog.tidy.items.Item fields "
                      "(item_id, question, gold, optional benchmark, context, context_kind, ...)")
     src.add_argument("--n-items", type=int, default=None, metavar="N",
                      help="a seeded random subset of N items (default: all)")

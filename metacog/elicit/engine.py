@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 
-from metacog import schema
+from metacog.tidy import schema
 from metacog.elicit import prompts
 from metacog.elicit.backend import EmptyReply, call_one, get_litellm, is_retryable, priced  # noqa: F401
 from metacog.elicit.batch import Counts, run_coro, run_tasks
@@ -36,14 +36,14 @@ from metacog.elicit.redaction import check_kwargs, redact  # noqa: F401
 from metacog.elicit.rows import _row, default_grader  # noqa: F401
 from metacog.elicit.tasks import (CODE_BENCHMARKS, DEFAULT_MODELS, LOCAL_PREFIX, Settings, Task,  # noqa: F401
                                   is_local, make_task)
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 def _check_inputs(items, models, probes, router=None) -> tuple[list[Item], list[str], list[str]]:
     items = list(items)
     bad = [i for i, it in enumerate(items) if not isinstance(it, Item)]
     if bad:
         raise ValueError(f"run: items[{bad[0]}] is a {type(items[bad[0]]).__name__}, not a "
-                         "metacog.items.Item; build items with metacog.items.Item(...) or a loader.")
+                         "metacog.tidy.items.Item; build items with metacog.tidy.items.Item(...) or a loader.")
     ids = [(it.benchmark, it.item_id) for it in items]
     if len(set(ids)) != len(ids):
         dup = next(x for x in ids if ids.count(x) > 1)
@@ -62,7 +62,7 @@ def _check_inputs(items, models, probes, router=None) -> tuple[list[Item], list[
             raise ValueError(f"run: model id {m!r} has no provider prefix; use litellm ids such as "
                              "'openai/gpt-4o-mini', 'openai/<name>' with api_base, or 'local/<name>'.")
         if is_local(m):
-            from metacog.models import get as get_model
+            from metacog.elicit.panel import get as get_model
 
             get_model(m)
     unknown = [p for p in probes if p not in prompts.PROBES]
@@ -99,9 +99,9 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
 
     Parameters
     ----------
-    items : the benchmark items (:class:`metacog.items.Item`).
+    items : the benchmark items (:class:`metacog.tidy.items.Item`).
     models : litellm model ids: 'local/<name>' for the offline panel
-        (:mod:`metacog.models`), 'openai/<name>' with ``api_base`` for any
+        (:mod:`metacog.elicit.panel`), 'openai/<name>' with ``api_base`` for any
         OpenAI-compatible server, or any hosted model litellm knows (keys come
         from the environment only).
     probes : any of 'answer', 'answer_no_context', 'prospective',
@@ -128,7 +128,7 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
 
     Returns
     -------
-    DataFrame conforming to :mod:`metacog.schema`, plus the columns 'attempts'
+    DataFrame conforming to :mod:`metacog.tidy.schema`, plus the columns 'attempts'
     and 'error'. One row per model x item x probe x sample that was asked.
     """
     if router is not None:

@@ -38,8 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from metacog import models as registry
-
+from metacog.elicit import panel as registry
 PROVIDER = "local"
 _LOCK = threading.RLock()
 _LLMS: dict[str, Any] = {}
@@ -194,7 +193,7 @@ _SHOTS = {
 
 def _render_few_shot(messages, protocol=None) -> str:
     from metacog.elicit import prompts
-    from metacog.items import Item
+    from metacog.tidy.items import Item
 
     protocol = protocol or {}
     kind = protocol.get("kind", "answer")

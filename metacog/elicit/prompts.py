@@ -1,6 +1,6 @@
 """Versioned prompt templates, shipped as YAML in ``metacog/elicit/templates/``.
 
-A template turns an :class:`~metacog.items.Item` into chat messages. Its
+A template turns an :class:`~metacog.tidy.items.Item` into chat messages. Its
 ``id@version`` goes into every response row and into the cache key, so editing
 a template means bumping its version (the old replies stay valid under the old
 key). :func:`show` prints a template verbatim for the book.
@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 

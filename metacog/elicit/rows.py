@@ -10,7 +10,7 @@ import numpy as np
 from metacog.benchmarks.grading import grade, normalize_answer
 from metacog.elicit import parse
 from metacog.elicit.tasks import CODE_BENCHMARKS, Task
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 
 def default_grader(item: Item, reply: str | None, probe: str) -> float:

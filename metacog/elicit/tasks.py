@@ -7,7 +7,7 @@ from typing import Any
 
 from metacog.elicit import prompts
 from metacog.elicit.cache import cache_key
-from metacog.items import Item
+from metacog.tidy.items import Item
 
 DEFAULT_MODELS = ("local/smollm2-135m",)
 LOCAL_PREFIX = "local/"

@@ -43,7 +43,7 @@ def per_panel(panelset, analyse, **settings):
 def with_ci(table, column: str, label: str, *, digits: int = 2, pct: bool = False):
     """A column of "estimate (95% CI low to high)" strings from ``column`` and its
     ``_ci_low``/``_ci_high`` columns, named ``label``."""
-    from metacog.report import fmt_ci
+    from metacog.tidy.report import fmt_ci
 
     lo, hi = f"{column}_ci_low", f"{column}_ci_high"
     values = [fmt_ci(r.get(column), r.get(lo), r.get(hi), digits=digits, pct=pct)
@@ -60,7 +60,7 @@ def notes_table(notes):
     """The panels' notes for a page (what was dropped and why), or a sentence when there are none."""
     from IPython.display import Markdown
 
-    from metacog.report import pretty
+    from metacog.tidy.report import pretty
 
     if notes is None or len(notes) == 0:
         return Markdown("Every source loaded without a note: no model or panel was dropped.")
@@ -73,8 +73,8 @@ def status_sentence(verdicts: list, supported: str, not_supported: str, insuffic
     """One sentence grouping verdicts by status, naming only the groups that have members:
     'Confidence is dominated by one factor in 3 of the 5 panels (A, B and C); it is not in
     2 of the 5 panels (D and E).' The panel is the part of each claim before ':'."""
-    from metacog.report import fmt_list
-    from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+    from metacog.tidy.report import fmt_list
+    from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
 
     n = len(verdicts)
     clauses = []

@@ -70,7 +70,7 @@ def scree_plot(panelset, min_models: int, n_factors: int = 8):
     """Eigenvalues of every large panel's tetrachoric matrix, first ``n_factors`` factors."""
     import seaborn as sns
 
-    from metacog.structure import scree
+    from metacog.stats.structure import scree
 
     big = large_panels(panelset, min_models)
     if not big:

@@ -23,13 +23,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from metacog import miscalibration
-from metacog.adequacy import adequacy
+from metacog.hypotheses import miscalibration_audit
+from metacog.hypotheses.adequacy import adequacy
 from metacog.hypotheses.common import short_model
-from metacog.report import fmt_list, fmt_num, fmt_range
+from metacog.tidy.report import fmt_list, fmt_num, fmt_range
 from metacog.stats.intervals import proportion_ci
 from metacog.stats.policy import POLICIES, policy_table
-from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, decide
+from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, decide
 
 from metacog.hypotheses.miscalibration_hidden import (  # noqa: F401  (the chapter's one namespace)
     EQUIVALENCE_MARGIN, MIN_GROUP_ITEMS, damping, display_hidden, equivalent, hidden_table,
@@ -102,7 +102,7 @@ def policy_frames(sources) -> tuple[dict, list[str]]:
 
 
 def gate(df: pd.DataFrame, probe: str = "c0", **kw) -> pd.DataFrame:
-    """:func:`metacog.adequacy.adequacy` of each model's ``probe`` answers, plus ``at_chance``
+    """:func:`metacog.hypotheses.adequacy.adequacy` of each model's ``probe`` answers, plus ``at_chance``
     (the model does not beat chance and its majority baseline) and ``model_short``."""
     rows = df[df["probe"].astype(str) == probe]
     a = adequacy(rows, probe=probe, **kw)
@@ -206,12 +206,12 @@ def spearman_ci(rho: float, n: int, level: float = 0.95) -> tuple[float, float]:
 
 def domain_ranking(df: pd.DataFrame, threshold=0.8, lam: float = 1.0,
                    gate_table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(domains, ranks): :func:`metacog.miscalibration.domain_table` (per model and domain: the
+    """(domains, ranks): :func:`metacog.hypotheses.miscalibration_audit.domain_table` (per model and domain: the
     C2 gain over C0, H_proxy and the label baselines) and per model and predictor the Spearman
     correlation with the gain across domains, with ``ci_low``/``ci_high`` and ``at_chance``."""
     thr = 0.8 if threshold == "median" else float(threshold)
-    domains = miscalibration.domain_table(df, policy="c2", lam=lam, threshold=thr)
-    ranks = miscalibration.ranking(domains)
+    domains = miscalibration_audit.domain_table(df, policy="c2", lam=lam, threshold=thr)
+    ranks = miscalibration_audit.ranking(domains)
     ci = [spearman_ci(r, d) for r, d in zip(ranks["spearman"], ranks["domains"])]
     ranks["ci_low"], ranks["ci_high"] = [c[0] for c in ci], [c[1] for c in ci]
     if gate_table is not None:

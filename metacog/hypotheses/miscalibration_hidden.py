@@ -1,5 +1,5 @@
 """The miscalibration chapter's hidden-state part: the study recorded in ``data/probe/``
-(:mod:`metacog.stability`), replayed without torch, as contrasts with intervals and verdicts.
+(:mod:`metacog.probe.study`), replayed without torch, as contrasts with intervals and verdicts.
 
 :func:`hidden_table` gives one relative change per model and contrast with a bootstrap
 interval over items; :func:`damping` reads the prompt contrasts; :func:`hidden_verdicts`
@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from metacog.hypotheses.common import short_model as short
-from metacog.report import fmt_list, fmt_num, fmt_range
-from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, decide
+from metacog.tidy.report import fmt_list, fmt_num, fmt_range
+from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, decide
 
 #: "As stable": OCW and CC displacement within this relative distance of each other.
 EQUIVALENCE_MARGIN = 0.10
@@ -32,10 +32,9 @@ CONTRAST_NAMES = {"self_critique - plain": "self-critique against plain",
 
 def probe_studies(responses: pd.DataFrame, probe_models, items, *, n_per_group: int = 8,
                   n_sweep: int = 4, seed: int = 0) -> dict:
-    """{model: :class:`metacog.stability.Study`} replayed from ``data/probe/`` (no torch)."""
-    from metacog import stability
-
-    return {m: stability.study(m, responses, items, n_per_group=n_per_group, n_sweep=n_sweep,
+    """{model: :class:`metacog.probe.study.Study`} replayed from ``data/probe/`` (no torch)."""
+    from metacog.probe import study
+    return {m: study.study(m, responses, items, n_per_group=n_per_group, n_sweep=n_sweep,
                                seed=seed, compute=False) for m in probe_models}
 
 

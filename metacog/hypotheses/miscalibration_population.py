@@ -11,11 +11,11 @@ above chance, :func:`analyse` gives per domain (an MMLU-Pro category, say) and o
   a confident error on an item, summed over items, against its expectation under a null that
   keeps each model's errors (so every item's difficulty and each model's accuracy) and each
   model's number of confident errors per domain, and moves the confident flags at random
-  among each model's own errors (:func:`metacog.miscalibration.cooccurrence`). The ratio is 1
+  among each model's own errors (:func:`metacog.hypotheses.miscalibration_audit.cooccurrence`). The ratio is 1
   under the null; its interval comes from a bootstrap over items stratified by domain, its
   p-value from permutations within model x domain.
 
-Models at chance (:func:`metacog.adequacy.adequacy`) are left out before anything is computed
+Models at chance (:func:`metacog.hypotheses.adequacy.adequacy`) are left out before anything is computed
 and listed by :func:`table` in its notes.
 """
 
@@ -24,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from metacog import miscalibration as mc
+from metacog.hypotheses import miscalibration_audit as mc
 from metacog.hypotheses.common import panel_columns, short_model
-from metacog.verdict import decide
+from metacog.hypotheses.verdict import decide
 
 #: Fewer models above chance than this and co-occurrence across models is not analysed.
 MIN_MODELS = 10
@@ -53,9 +53,9 @@ def with_options(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def panel_gate(panel) -> pd.DataFrame:
-    """:func:`metacog.adequacy.adequacy` of the panel's models on its own rows (chance 1/k
+    """:func:`metacog.hypotheses.adequacy.adequacy` of the panel's models on its own rows (chance 1/k
     where the number of options is known)."""
-    from metacog.adequacy import adequacy
+    from metacog.hypotheses.adequacy import adequacy
 
     return adequacy(with_options(panel.table), probe=panel.probe)
 

@@ -163,7 +163,7 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, alpha: float = 0
 
 def table(panelset, *, alpha: float = 0.05, unanimous_rule: str = "either", n_perm: int = 999,
           n_boot: int = 200, control: bool = True, seed: int = 0) -> pd.DataFrame:
-    """:func:`analyse` for every panel of a :class:`metacog.panels.PanelSet`, one row per
+    """:func:`analyse` for every panel of a :class:`metacog.hypotheses.panels.PanelSet`, one row per
     (panel, subset), with the panel's name, source, benchmark, probe and judgment timing.
 
     Results are remembered on disk (:mod:`metacog.memo`) while data, settings and code are unchanged.
@@ -182,7 +182,7 @@ def verdicts(pairwise_table: pd.DataFrame) -> list:
     """Per panel and subset: is a model's confidence calibrated to its own correctness better
     than to other models' (self minus other > 0, judged on its bootstrap interval)? Paper 1
     claims it is not."""
-    from metacog.verdict import decide
+    from metacog.hypotheses.verdict import decide
 
     out = []
     for r in pairwise_table.to_dict("records"):
@@ -314,7 +314,7 @@ def third_person_table(panelset, *, own: str = "prospective", third: str = "othe
 def third_person_verdicts(table: pd.DataFrame) -> list:
     """Per panel: does the first-person judgment beat the same model's third-person judgment at
     predicting its own correctness (mean difference in tau-b > 0)?"""
-    from metacog.verdict import decide
+    from metacog.hypotheses.verdict import decide
 
     out = []
     for r in table[table["model"] == "mean over models"].to_dict("records"):
@@ -376,7 +376,7 @@ def display_third_person(table: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"panel": table["panel"], "model": table["model"], "items": table["items"],
                         "τ-b, judging itself": table["tau_own"],
                         "τ-b, judging other people": table["tau_third_person"]})
-    from metacog.report import fmt_num
+    from metacog.tidy.report import fmt_num
 
     ci = with_ci(table.rename(columns={"difference": "d", "ci_low": "d_ci_low", "ci_high": "d_ci_high"}),
                  "d", "difference (95% CI)", digits=3)["difference (95% CI)"]

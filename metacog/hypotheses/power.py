@@ -4,19 +4,19 @@ does its observed self-minus-other statistic rule out?
 For every judgment panel (items x models binary confidence, with the same models'
 correctness) :func:`analyse`
 
-1. keeps the largest complete block (:func:`metacog.calibrate.complete_block`) and, above
+1. keeps the largest complete block (:func:`metacog.power.matching.complete_block`) and, above
    ``max_items`` items, a random subsample of that many items (the simulations then stay fast;
    the row says so);
-2. matches the simulator of :mod:`metacog.simulate` to the block twice
-   (:func:`metacog.calibrate.fit_population`: ``lam`` fitted to the confidence correlations,
+2. matches the simulator of :mod:`metacog.power.simulate` to the block twice
+   (:func:`metacog.power.matching.fit_population`: ``lam`` fitted to the confidence correlations,
    which the factor test sees, and to the confidence-correctness link, which the pairwise
    test sees);
 3. finds the minimum detectable ``kappa`` of the pairwise test (both fits) and of the factor
-   test at the block's own numbers of models and items (:func:`metacog.power.minimum_detectable_kappa`);
+   test at the block's own numbers of models and items (:func:`metacog.power.curves.minimum_detectable_kappa`);
 4. computes the observed self-minus-other statistic T with a bootstrap interval over items,
    its permutation p-value, and its p-value against populations matched model by model at
-   ``kappa = 0`` (:func:`metacog.calibrate.self_other_null`, which keeps each model's base rates);
-5. translates T and the upper end of its interval into ``kappa`` (:func:`metacog.calibrate.equivalent_kappa`):
+   ``kappa = 0`` (:func:`metacog.power.null.self_other_null`, which keeps each model's base rates);
+5. translates T and the upper end of its interval into ``kappa`` (:func:`metacog.power.null.equivalent_kappa`):
    the signal the data point to, and the signal they rule out.
 
 :func:`verdicts` decides, per panel, whether T exceeds its matched null, with ``detectable``
@@ -34,8 +34,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from metacog.calibrate import complete_block, equivalent_kappa, fit_population, self_other_null
-from metacog.power import minimum_detectable_kappa, self_other_test
+from metacog.power.matching import complete_block, fit_population
+from metacog.power.null import equivalent_kappa, self_other_null
+from metacog.power.curves import minimum_detectable_kappa, self_other_test
 
 #: The power machinery needs at least this many models (the pairwise test compares a model
 #: with the others) and items.
@@ -196,7 +197,7 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, power_target: fl
 def table(panelset, *, power_target: float = 0.8, alpha: float = 0.05, n_sims: int = 100,
           n_sims_factor: int = 30, n_perm: int = 199, n_null: int = 200, kappa_max: float = 1.0,
           kappa_tol: float = 0.01, n_boot: int = 200, max_items: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """:func:`analyse` for every panel of a :class:`metacog.panels.PanelSet`, one row per panel with
+    """:func:`analyse` for every panel of a :class:`metacog.hypotheses.panels.PanelSet`, one row per panel with
     its name, source, benchmark, probe and judgment timing; remembered on disk
     (:func:`metacog.memo.memo`) while data, settings and code are unchanged."""
     from metacog.hypotheses.common import per_panel
@@ -217,12 +218,12 @@ CLAIM = "a model's confidence tracks its own correctness better than other model
 def verdicts(power_table: pd.DataFrame, *, margin: float = 0.02) -> list:
     """Per panel: does T exceed what base rates alone produce (its matched null, link fit)?
 
-    Judged on the bootstrap interval of the excess (:func:`metacog.verdict.decide`) with
+    Judged on the bootstrap interval of the excess (:func:`metacog.hypotheses.verdict.decide`) with
     ``detectable`` = the excess the design detects with the target power and ``margin`` = the
     smallest excess of interest (in τ-b units): a null whose design cannot detect ``margin``
     reads "insufficient evidence".
     """
-    from metacog.verdict import decide
+    from metacog.hypotheses.verdict import decide
 
     out = []
     for r in power_table.to_dict("records"):

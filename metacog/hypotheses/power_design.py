@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 
 from metacog.memo import memo
-from metacog.power import minimum_detectable_kappa, pairwise_power, power_grid, recovery
-from metacog.report import fmt_num
-from metacog.simulate import population
+from metacog.power.curves import minimum_detectable_kappa, pairwise_power, power_grid, recovery
+from metacog.tidy.report import fmt_num
+from metacog.power.simulate import population
 
 #: The simulator's defaults, named for tables.
 DEFAULT_SETTINGS = "simulator defaults"
@@ -48,7 +48,7 @@ def recovery_table(kappas, *, n_seeds: int = 5, seed: int = 0, n_models: int = 2
 
 
 def _fit_check(seed, sigma_us, lams, n_models, n_items) -> pd.DataFrame:
-    from metacog.calibrate import fit_population
+    from metacog.power.matching import fit_population
 
     rows = []
     for sigma_u in sigma_us:
@@ -92,7 +92,7 @@ def _grid(n_models_grid, n_items_grid, kappas, n_sims, seed, alpha, n_perm) -> p
 def default_grid(n_models_grid, n_items_grid, kappas, *, n_sims: int = 100, seed: int = 0,
                  alpha: float = 0.05, n_perm: int = 199) -> pd.DataFrame:
     """Power of the pairwise and the factor test over models x items x kappa at the simulator's
-    default settings, one tidy table (:func:`metacog.power.power_grid`, column ``test``)."""
+    default settings, one tidy table (:func:`metacog.power.curves.power_grid`, column ``test``)."""
     return memo(_grid, [int(m) for m in n_models_grid], [int(n) for n in n_items_grid],
                 [float(k) for k in kappas], int(n_sims), int(seed), float(alpha), int(n_perm))
 

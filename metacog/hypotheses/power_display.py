@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from metacog.report import fmt_count, fmt_list, fmt_num, fmt_p, fmt_p_eq, fmt_range
+from metacog.tidy.report import fmt_count, fmt_list, fmt_num, fmt_p, fmt_p_eq, fmt_range
 
 
 def _f(x) -> bool:
@@ -111,7 +111,7 @@ def quantity_table(summary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
 
 
 def _ci(est, lo, hi) -> str:
-    from metacog.report import fmt_ci
+    from metacog.tidy.report import fmt_ci
 
     return fmt_ci(est, lo, hi, digits=3)
 
@@ -168,7 +168,7 @@ def verdict_paragraph(verdicts: list, power_table: pd.DataFrame, *, margin: floa
     """The closing prose: how many panels show a self-signal beyond base rates, which nulls are
     too weak to mean anything (the design cannot detect ``margin``), and what each informative
     panel rules out."""
-    from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+    from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
 
     if not verdicts:
         return "No panel could be analysed."

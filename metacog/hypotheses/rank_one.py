@@ -1,7 +1,7 @@
 """The rank-one chapter: is the models' binary confidence close to rank one?
 
 For each judgment panel (items x models, 0/1) this module fits the tetrachoric matrix,
-a one-factor solution and parallel analysis (:func:`metacog.structure.rank_one`), and adds
+a one-factor solution and parallel analysis (:func:`metacog.stats.structure.rank_one`), and adds
 bootstrap intervals over items for the first-factor share and for the ratio of the first
 two eigenvalues, the same for the models' correctness (the "performance factor"), and the
 same again on contested items (items on which the models do not all agree).
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from metacog import stats
-from metacog.structure import DOMINANCE_RATIO, classify, rank_one
+from metacog.stats.structure import DOMINANCE_RATIO, classify, rank_one
 
 #: Fewer raters than this make a rank-one question meaningless: with two or three columns
 #: every correlation matrix has one or two eigenvalues and "one factor" is nearly automatic.
@@ -134,7 +134,7 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, n_iter: int = 20
 
 def table(panelset, *, n_iter: int = 20, reference: str = "resampled", n_boot: int = 50,
           unanimous_rule: str = "either", seed: int = 0) -> pd.DataFrame:
-    """:func:`analyse` for every panel of a :class:`metacog.panels.PanelSet`: one row per
+    """:func:`analyse` for every panel of a :class:`metacog.hypotheses.panels.PanelSet`: one row per
     (panel, matrix, subset), remembered on disk while data, settings and code are unchanged."""
     from metacog.hypotheses.common import per_panel
 
@@ -193,7 +193,7 @@ def alignment_table(panelset, *, unanimous_rule: str = "either") -> pd.DataFrame
 
 
 def verdicts(structure_table: pd.DataFrame, alignment_table: pd.DataFrame | None = None) -> list:
-    """The chapter's claims, decided per panel (:func:`metacog.verdict.decide`).
+    """The chapter's claims, decided per panel (:func:`metacog.hypotheses.verdict.decide`).
 
     1. Confidence is dominated by one factor: eig1/eig2 at least :data:`DOMINANCE_RATIO`, judged
        on its bootstrap interval, with at least :data:`MIN_MODELS` models and :data:`MIN_ITEMS` items.
@@ -201,7 +201,7 @@ def verdicts(structure_table: pd.DataFrame, alignment_table: pd.DataFrame | None
        unanimous items": the contested-item correlation of the two axes lies below
        :data:`NEGLIGIBLE_R`.
     """
-    from metacog.verdict import decide
+    from metacog.hypotheses.verdict import decide
 
     out = []
     rows = structure_table[(structure_table["matrix"] == "confidence")
@@ -318,7 +318,7 @@ def what_if_cut(panelset, cut: float, *, n_boot: int = 20, seed: int = 0) -> tup
     """Re-cut the first panel with continuous confidence at a fixed ``cut`` and refit its
     structure. Returns (a one-row table in the layout of :func:`table`, a sentence on how many
     models become constant). Panels that are yes/no already cannot be re-cut."""
-    from metacog.panels import panels
+    from metacog.hypotheses.panels import panels
 
     first = next((p for p in panelset if p.cut != "binary"), None)
     if first is None:

@@ -2,7 +2,7 @@
 
 For each ``"source:probe"`` with reasoning text this module keeps the models that follow the
 output format and whose answers carry signal (the same gate as the benchmark pages), fits the
-cross-validated text probe of :mod:`metacog.textprobe` on their pooled texts, and compares its
+cross-validated text probe of :mod:`metacog.hypotheses.reasoning_text_probe` on their pooled texts, and compares its
 AUROC with the model's own judgment (the verbal Yes/No, and the first-token P(Yes) where the
 source has it): each AUROC with DeLong's interval and its counts, the difference with a paired
 item bootstrap. :func:`verdicts` decides the claim per source; :func:`sampling_baseline`
@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from metacog import textprobe
+from metacog.hypotheses import reasoning_text_probe
 from metacog.hypotheses.common import short_model
-from metacog.report import fmt_ci, fmt_list, pretty
+from metacog.tidy.report import fmt_ci, fmt_list, pretty
 from metacog.stats.intervals import auroc_ci
-from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, Verdict, decide
+from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, Verdict, decide
 
 #: Fewer correct (or wrong) texts than this and no claim is made.
 MIN_CLASS = 10
@@ -33,11 +33,11 @@ def split_source(source: str) -> tuple[str, str | None]:
 
 
 def gate_models(full: pd.DataFrame, probe: str, *, min_conformance: float = 0.8) -> tuple[list, pd.DataFrame]:
-    """The models of ``full`` that follow the format (:func:`metacog.tables.conforming_models`)
-    and whose answers scored against ``probe`` carry signal (:func:`metacog.adequacy.adequacy`).
+    """The models of ``full`` that follow the format (:func:`metacog.tidy.tables.conforming_models`)
+    and whose answers scored against ``probe`` carry signal (:func:`metacog.hypotheses.adequacy.adequacy`).
     Returns (kept models, the adequacy table with a ``conforms`` column)."""
-    from metacog import tables
-    from metacog.adequacy import adequacy
+    from metacog.tidy import tables
+    from metacog.hypotheses.adequacy import adequacy
 
     conforming = (set(tables.conforming_models(full, min_rate=min_conformance))
                   if "parse_status" in full else set(full["model"]))
@@ -75,7 +75,7 @@ def compare(rows: pd.DataFrame, *, text: str = "reasoning_text", cv: int = 5, C:
     pair. Raises ValueError when a class is too small to cross-validate."""
     cols = [c for c in JUDGMENTS if c in rows and rows[c].notna().any()]
     rows = rows.dropna(subset=[text, "correct", *cols])
-    probe = textprobe.ReasoningTextProbe(C=C, cv=cv, seed=seed).fit(rows[text].astype(str).tolist(),
+    probe = reasoning_text_probe.ReasoningTextProbe(C=C, cv=cv, seed=seed).fit(rows[text].astype(str).tolist(),
                                                                    rows["correct"].to_numpy())
     scores = {"text_probe": probe.oof_proba_, **{c: rows[c].to_numpy(dtype=float) for c in cols}}
     out = []
@@ -85,7 +85,7 @@ def compare(rows: pd.DataFrame, *, text: str = "reasoning_text", cv: int = 5, C:
                "ci_low": r.ci_low, "ci_high": r.ci_high, "diff": np.nan, "diff_ci_low": np.nan,
                "diff_ci_high": np.nan}
         if name != "text_probe":
-            b = textprobe.compare_auroc(probe.y_, {"text_probe": probe.oof_proba_, name: s},
+            b = reasoning_text_probe.compare_auroc(probe.y_, {"text_probe": probe.oof_proba_, name: s},
                                         n_boot=n_boot, seed=seed, reference=name).set_index("score")
             row.update(diff=b.at["text_probe", "diff_vs_ref"], diff_ci_low=b.at["text_probe", "diff_ci_low"],
                        diff_ci_high=b.at["text_probe", "diff_ci_high"])
@@ -215,15 +215,15 @@ def verdict_paragraph(vs: list[Verdict], table: pd.DataFrame | None = None) -> s
 def sampling_baseline(sampled: pd.DataFrame, outcomes: pd.DataFrame, kept: list, *, cv: int = 5,
                       C: float = 1.0, seed: int = 0) -> tuple[pd.DataFrame, dict, str]:
     """The mean of ``k`` sampled yes/no judgments against the text probe on one sampled call,
-    on the ``kept`` models. Returns (the k-curve of :func:`metacog.textprobe.sample_mean_auroc`,
+    on the ``kept`` models. Returns (the k-curve of :func:`metacog.hypotheses.reasoning_text_probe.sample_mean_auroc`,
     the probe's AUROC row with DeLong's interval, a sentence saying what the comparison shows)."""
     s = sampled[sampled["model"].isin(kept)]
-    J, y = textprobe.sample_matrix(s, outcomes, "prospective")
-    curve = textprobe.sample_mean_auroc(J.to_numpy(), y.to_numpy(), seed=seed)
+    J, y = reasoning_text_probe.sample_matrix(s, outcomes, "prospective")
+    curve = reasoning_text_probe.sample_mean_auroc(J.to_numpy(), y.to_numpy(), seed=seed)
     first = (s[(s["probe"] == "prospective") & (s["sample"] == 0)].drop(columns=["correct"])
              .merge(y.rename("correct").reset_index(), on=["model", "item_id"]))
     first = first.dropna(subset=["reasoning_text"])
-    probe = textprobe.ReasoningTextProbe(C=C, cv=cv, seed=seed).fit(first["reasoning_text"].astype(str).tolist(),
+    probe = reasoning_text_probe.ReasoningTextProbe(C=C, cv=cv, seed=seed).fit(first["reasoning_text"].astype(str).tolist(),
                                                                    first["correct"].to_numpy())
     r = auroc_ci(probe.y_, probe.oof_proba_, min_class=MIN_CLASS)
     row = {"auroc": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high, "n_pos": r.n_pos, "n_neg": r.n_neg,
@@ -258,16 +258,16 @@ def ablation(rows: pd.DataFrame, drop, *, cv: int = 5, C: float = 1.0, seed: int
     names), on the same rows and folds; one row each with DeLong's interval."""
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
-    unknown = sorted(set(drop) - set(textprobe.FEATURES))
+    unknown = sorted(set(drop) - set(reasoning_text_probe.FEATURES))
     if unknown:
-        raise ValueError(f"ablation: {unknown} are not features; they are {textprobe.FEATURES}.")
-    X = textprobe.features(rows["reasoning_text"].astype(str).tolist())
+        raise ValueError(f"ablation: {unknown} are not features; they are {reasoning_text_probe.FEATURES}.")
+    X = reasoning_text_probe.features(rows["reasoning_text"].astype(str).tolist())
     y = rows["correct"].to_numpy(dtype=float)
     folds = StratifiedKFold(n_splits=int(cv), shuffle=True, random_state=seed)
     out = []
-    for label, cols in (("all features", list(textprobe.FEATURES)),
-                        ("without " + fmt_list(list(drop)), [f for f in textprobe.FEATURES if f not in drop])):
-        pipe = textprobe.ReasoningTextProbe(C=C, cv=cv, seed=seed)._pipeline()
+    for label, cols in (("all features", list(reasoning_text_probe.FEATURES)),
+                        ("without " + fmt_list(list(drop)), [f for f in reasoning_text_probe.FEATURES if f not in drop])):
+        pipe = reasoning_text_probe.ReasoningTextProbe(C=C, cv=cv, seed=seed)._pipeline()
         p = cross_val_predict(pipe, X[cols].to_numpy(), y, cv=folds, method="predict_proba")[:, 1]
         r = auroc_ci(y, p, min_class=MIN_CLASS)
         out.append({"features": label, "texts": len(y), "n_pos": r.n_pos, "n_neg": r.n_neg, "auroc": r.estimate,

@@ -15,7 +15,7 @@ more accurate, and a change in accuracy alone moves its AUROC without any privat
 Two designs, both with item-bootstrap intervals (judges or pairs are resampled too for means
 over them): judges grouped by reasoning flag (:func:`group_table`, the Mann-Whitney comparison
 of the old chapter), and matched twins — the same model with and without thinking
-(:func:`twin_table`). :func:`verdicts` decides each claim with :func:`metacog.verdict.decide`
+(:func:`twin_table`). :func:`verdicts` decides each claim with :func:`metacog.hypotheses.verdict.decide`
 and :func:`account_verdicts` the account itself, on its defining prediction.
 """
 
@@ -44,13 +44,13 @@ def reasoning_flags(models, source: str, reasoning_models=()) -> pd.DataFrame:
     """Reasoning flags for a panel's models: model, reasoning (True/False/NA), twin, twin_exact,
     verified, flag_from.
 
-    The metadata table (:func:`metacog.modelinfo.flags_for`) is asked first, in the dataset the
+    The metadata table (:func:`metacog.data.model_metadata.flags_for`) is asked first, in the dataset the
     source names ('atlas', 'battery', 'calibration_study', 'local' for 'local/...' models) or in
     any dataset. A model it lacks is a reasoning model when ``reasoning_models`` names it; when
     ``reasoning_models`` names at least one model of this panel, the panel's other unflagged
     models count as non-reasoning; otherwise their flag stays NA (left out of every comparison).
     """
-    from metacog.modelinfo import DATASETS, flags_for
+    from metacog.data.model_metadata import DATASETS, flags_for
 
     models = list(models)
     dataset = str(source).split(":", 1)[0]
@@ -341,13 +341,13 @@ _CLAIMS = {
 
 
 def verdicts(result: dict) -> list:
-    """Each claim of :data:`_CLAIMS` decided per panel with :func:`metacog.verdict.decide`.
+    """Each claim of :data:`_CLAIMS` decided per panel with :func:`metacog.hypotheses.verdict.decide`.
 
     Judge comparisons need :data:`MIN_JUDGES` judges in each group, twin comparisons
     :data:`MIN_PAIRS` pairs; the claim is that the difference (or difference of differences)
     lies above 0.
     """
-    from metacog.verdict import decide
+    from metacog.hypotheses.verdict import decide
 
     out = []
     g = result["groups"]
@@ -381,7 +381,7 @@ def account_verdicts(decided: list) -> list:
     not supported when the concentration is not; otherwise insufficient evidence. A reasoning
     advantage without the concentration never makes the account "partly" supported.
     """
-    from metacog.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+    from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
 
     by_panel: dict = {}
     for v in decided:

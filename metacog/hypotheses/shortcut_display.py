@@ -15,7 +15,7 @@ def flag_summary(flags: pd.DataFrame) -> pd.DataFrame:
     """One row per panel: models, reasoning / non-reasoning / unflagged counts, how many flags are
     unverified, and the twin pairs present."""
     from metacog.hypotheses.shortcut import twin_pairs
-    from metacog.report import fmt_list
+    from metacog.tidy.report import fmt_list
 
     rows = []
     for panel, f in flags.groupby("panel", sort=False):
@@ -33,7 +33,7 @@ def flag_summary(flags: pd.DataFrame) -> pd.DataFrame:
 def display_groups(groups: pd.DataFrame) -> pd.DataFrame:
     """Reasoning against non-reasoning judges for a page: one row per panel and subset."""
     from metacog.hypotheses.common import with_ci
-    from metacog.report import fmt_p
+    from metacog.tidy.report import fmt_p
 
     g = groups.assign(_o=groups["subset"].map({s: i for i, s in enumerate(ORDER)})).sort_values(
         ["panel", "_o"], kind="stable")
@@ -50,7 +50,7 @@ def display_twins(twins: pd.DataFrame, subsets=ORDER) -> pd.DataFrame:
     """One row per twin pair (and the means over pairs), one column per subset: the thinking twin's
     self-advantage minus its non-thinking twin's, with its 95% interval in words (and, for
     means, the number of pairs averaged)."""
-    from metacog.report import fmt_ci, fmt_count
+    from metacog.tidy.report import fmt_ci, fmt_count
 
     t = twins[twins["subset"].isin(subsets)]
     if t.empty:
@@ -86,7 +86,7 @@ def domain_plot_table(twins: pd.DataFrame, groups_by_domain: pd.DataFrame | None
 def verdict_paragraph(account: list, decided: list) -> str:
     """The closing prose: per panel, the account's status on its defining prediction and, apart,
     whether reasoning models are better calibrated to themselves at all. Never 'partly supported'."""
-    from metacog.verdict import SUPPORTED
+    from metacog.hypotheses.verdict import SUPPORTED
 
     if not account:
         return ("No panel had reasoning flags for both reasoning and non-reasoning models, so the "
@@ -114,7 +114,7 @@ def thresholds_sentence() -> str:
 
 def display_rates(rates: pd.DataFrame) -> pd.DataFrame:
     """The detector's flag rates for a page, the share with its interval in words."""
-    from metacog.report import fmt_ci
+    from metacog.tidy.report import fmt_ci
 
     out = rates[["panel", "model", "texts", "flagged"]].copy()
     out["share flagged (95% CI)"] = [fmt_ci(r.share, r.share_ci_low, r.share_ci_high, pct=True, digits=0)

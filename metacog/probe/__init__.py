@@ -40,7 +40,8 @@ Modules, one job each: :mod:`~metacog.probe.prompts` (prompts and the length con
 (the probe), :mod:`~metacog.probe.cache` (the parquet cache keyed by content),
 :mod:`~metacog.probe.design` (CC/OCW groups, prompt conditions, sigma sweeps) and
 :mod:`~metacog.probe.summaries` (per-layer means and differences with bootstrap intervals
-from :mod:`metacog.stats`). ``metacog.hidden`` is the old name of this package.
+from :mod:`metacog.stats`); :mod:`~metacog.probe.study` records the miscalibration chapter's study
+(``make probe``) and replays it for the book.
 
 torch and transformers are imported lazily: ``import metacog.probe`` and
 :func:`probe_cached` on a cache hit work without them (the book builds from the cache).

@@ -30,7 +30,7 @@ def confidence_groups(responses: pd.DataFrame, *, threshold: float = HIGH_CONFID
     missing = need - set(responses.columns)
     if missing:
         raise ValueError(f"responses table is missing column(s) {sorted(missing)} "
-                         "(see metacog.schema.COLUMNS).")
+                         "(see metacog.tidy.schema.COLUMNS).")
     df = responses
     if probe is not None and "probe" in df.columns:
         df = df[df["probe"] == probe]

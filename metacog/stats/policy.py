@@ -10,7 +10,7 @@ Input: a tidy table, one row per (model, item, policy), with columns
   answer) and must agree across the item's rows;
 - ``model`` (optional; one model assumed if absent).
 
-This is the :mod:`metacog.schema` layout (``probe``, ``decision``, ``confidence``,
+This is the :mod:`metacog.tidy.schema` layout (``probe``, ``decision``, ``confidence``,
 ``correct``, ``domain``) plus an optional ``gold`` column.
 
 Definitions (Okutomi 2026):

@@ -7,7 +7,7 @@ tau-b over items (the matrix ``K``; for 0/1 data tau-b equals the phi coefficien
 The statistic is ``T = mean_j K[j, j] - mean_{j != k} K[j, k]``. It is tested one-sided by
 a permutation test that shuffles which correctness column is paired with which confidence
 column, or by a paired t-test over models of ``D_j = K[j, j] - mean_{k != j} K[j, k]``.
-Its power is studied in :mod:`metacog.power`.
+Its power is studied in :mod:`metacog.power.curves`.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _as_pair(confidence, correct) -> tuple[np.ndarray, np.ndarray, list]:
         vals = arr[~np.isnan(arr)]
         if not np.isin(vals, (0.0, 1.0)).all():
             raise ValueError(f"self_other_test: {name} must be 0/1 (NaN for missing); dichotomise first "
-                             "(metacog.tables.binarize).")
+                             "(metacog.tidy.tables.binarize).")
     return c, y, list(C.columns)
 
 

@@ -1,0 +1,387 @@
+"""Tables and verdicts of the benchmark pages (one template, one page per recorded run).
+
+Every number a benchmark page shows comes from here, with its interval and its n:
+
+- :func:`model_gate` / :func:`display_gate` / :func:`gate_sentence` — the adequacy gate
+  (:func:`metacog.hypotheses.adequacy.adequacy`) on the attempts a judgment is scored against;
+- :func:`context_gain` / :func:`gain_verdicts` / :func:`gain_sentence` — accuracy with and
+  without the hidden context, the paired gain with an Agresti-Min interval, and whether the
+  prospective question ("could you answer without the context?") is well posed at all;
+- :func:`judgment_scores` / :func:`display_scores` — AUROC of the verbal Yes/No and of the
+  first-token P(Yes) side by side, each with DeLong's interval and its positives/negatives,
+  or "insufficient evidence (only k positives)";
+- :func:`judgment_verdicts` / :func:`verdict_paragraph` — the page's claims, decided by
+  :func:`metacog.hypotheses.verdict.decide`; models at chance stay out of them;
+- :func:`judge_target`, :func:`inline_table`, :func:`display_conformance`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from metacog.hypotheses.adequacy import adequacy, judgment_gate
+from metacog.hypotheses.common import short_model
+from metacog.tidy.report import fmt_ci, fmt_count, fmt_list, fmt_num, pretty
+from metacog.stats.intervals import auroc_ci, proportion_ci
+from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, Verdict, decide, fmt_n
+
+#: Fewer members of a class than this and an AUROC is not shown as a number.
+MIN_CLASS = 10
+#: Score columns of a judgment and how the page names them.
+SCORES = {"confidence": "verbal Yes/No", "p_yes": "first-token P(Yes)"}
+#: A context gain ruled below this (an absolute accuracy difference) makes the prospective
+#: question ill-posed: the model does about as well without the context as with it.
+GAIN_MARGIN = 0.05
+
+
+def _which(names: list[str], n: int) -> str:
+    """fmt_list over ``n`` models, reading well for a single model too."""
+    if n == 1:
+        return names[0] if names else "no model (the run's one model does not pass)"
+    return fmt_list(names, n, noun="models")
+
+
+def model_gate(responses: pd.DataFrame, probe: str = "answer_no_context", *, chance=None,
+               min_items: int = 20) -> pd.DataFrame:
+    """:func:`metacog.hypotheses.adequacy.adequacy` of each model's ``probe`` attempts (default: the
+    answer without the context, the target of the prospective judgment); one row per model."""
+    if probe not in set(responses["probe"]):
+        raise ValueError(f"model_gate: probe {probe!r} is not in the responses; they have "
+                         f"{sorted(responses['probe'].dropna().unique())}.")
+    return adequacy(responses, probe=probe, chance=chance, min_items=min_items)
+
+
+def display_gate(gate: pd.DataFrame):
+    """The gate for a page: model, items, accuracy (95% exact CI), the bar it must clear,
+    whether it carries signal and why."""
+    bar = np.where(gate["baseline"].fillna(-1) >= gate["chance"], gate["baseline"], gate["chance"])
+    what = np.where(gate["baseline"].fillna(-1) >= gate["chance"], gate["baseline_what"],
+                    "chance" + np.where(gate["chance_basis"] == "given", "", ": " + gate["chance_basis"]))
+    t = pd.DataFrame({
+        "model": gate["model"].map(short_model), "items": gate["items"],
+        "accuracy (95% CI)": [fmt_ci(r.accuracy, r.ci_low, r.ci_high) for r in gate.itertuples()],
+        "bar to clear": [f"{fmt_num(b)} ({w})" if b > 0 else f"above 0 ({w})" for b, w in zip(bar, what)],
+        "carries signal": gate["carries_signal"].astype(bool), "why": gate["reason"]})
+    return pretty(t)
+
+
+def gate_sentence(gate: pd.DataFrame, what: str = "answers") -> str:
+    """Which models carry signal, in words, and what happens to the others."""
+    good = [short_model(m) for m in gate.loc[gate["carries_signal"], "model"]]
+    bad = [short_model(m) for m in gate.loc[~gate["carries_signal"], "model"]]
+    n = len(gate)
+    if not n:
+        return "No model has graded attempts, so no model can be judged."
+    if not good:
+        who = ("the run's one model carry no" if n == 1
+               else f"none of the {fmt_count(n, 'model')} carry")
+        return (f"The {what} of {who} signal above chance and the "
+                f"majority baseline: every model stays in the tables, marked, and out of every "
+                f"metacognitive claim below, since a judgment of knowledge that is not there says nothing.")
+    s = f"The {what} of {_which(good, n)} carry signal above chance and the majority baseline."
+    if bad:
+        s += (f" {fmt_list(bad)} {'does' if len(bad) == 1 else 'do'} not: "
+              f"{'it stays' if len(bad) == 1 else 'they stay'} in the tables, marked, and out of "
+              f"every metacognitive claim below, since a judgment of knowledge that is not there "
+              f"says nothing.")
+    return s
+
+
+def _paired_gain(with_ctx: np.ndarray, without: np.ndarray) -> tuple[float, float, float]:
+    """Paired accuracy difference with the Agresti-Min (2005) interval (0.5 added per cell)."""
+    n = len(with_ctx)
+    b = float(((with_ctx == 1) & (without == 0)).sum()) + 0.5
+    c = float(((with_ctx == 0) & (without == 1)).sum()) + 0.5
+    n2 = n + 2.0
+    d = (b - c) / n2
+    se = np.sqrt(max((b + c) - (b - c) ** 2 / n2, 0.0)) / n2
+    z = sps.norm.ppf(0.975)
+    est = float(with_ctx.mean() - without.mean()) if n else np.nan
+    return est, float(max(-1.0, d - z * se)), float(min(1.0, d + z * se))
+
+
+def context_gain(responses: pd.DataFrame) -> pd.DataFrame:
+    """Per model: accuracy with the context ('answer') and without it ('answer_no_context') on
+    the items graded both ways, each with its exact interval, and the paired gain with its
+    Agresti-Min interval. Columns model, items, with_context(+_ci_low/_ci_high),
+    without_context(+...), gain, gain_ci_low, gain_ci_high. Empty when a probe is missing."""
+    cols = ["model", "items", "with_context", "with_context_ci_low", "with_context_ci_high",
+            "without_context", "without_context_ci_low", "without_context_ci_high",
+            "gain", "gain_ci_low", "gain_ci_high"]
+    wide = (responses[responses["probe"].isin(["answer", "answer_no_context"])]
+            .dropna(subset=["correct"]).drop_duplicates(["model", "item_id", "probe"])
+            .pivot_table(index=["model", "item_id"], columns="probe", values="correct"))
+    if not {"answer", "answer_no_context"} <= set(wide.columns):
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for model, g in wide.dropna().groupby(level="model"):
+        a, b = g["answer"].to_numpy(), g["answer_no_context"].to_numpy()
+        n = len(a)
+        gain, lo, hi = _paired_gain(a, b)
+        wl, wh = proportion_ci(int(a.sum()), n, method="exact")
+        ol, oh = proportion_ci(int(b.sum()), n, method="exact")
+        rows.append([model, n, a.mean(), wl, wh, b.mean(), ol, oh, gain, lo, hi])
+    return pd.DataFrame(rows, columns=cols)
+
+
+def display_context(gain: pd.DataFrame):
+    """The context table for a page, every accuracy and the gain with its interval."""
+    t = pd.DataFrame({"model": gain["model"].map(short_model), "items": gain["items"]})
+    for col, label in (("with_context", "with the context"), ("without_context", "without it"),
+                       ("gain", "gain from the context")):
+        t[f"{label} (95% CI)"] = [fmt_ci(r[col], r[f"{col}_ci_low"], r[f"{col}_ci_high"])
+                                  for r in gain.to_dict("records")]
+    return pretty(t)
+
+
+def gain_verdicts(gain: pd.DataFrame, margin: float = GAIN_MARGIN) -> list[Verdict]:
+    """Per model: does hiding the context lower accuracy? Not supported (the gain is ruled
+    below ``margin``) means the prospective question is ill-posed for that model."""
+    return [decide(f"{short_model(r['model'])}: hiding the context lowers accuracy", "context gain",
+                   r["gain"], r["gain_ci_low"], r["gain_ci_high"], line=0.0, direction="greater",
+                   margin=margin, n={"items": int(r["items"])}, min_counts={"items": 10}, digits=2)
+            for r in gain.to_dict("records")]
+
+
+def gain_sentence(verdicts: list[Verdict]) -> str:
+    """Where the context helps, and where the prospective question is ill-posed, in words."""
+    if not verdicts:
+        return ("This run has no attempts both with and without the context, so whether the "
+                "context matters cannot be measured.")
+    name = [v.claim.split(":")[0] for v in verdicts]
+    helps = [n for n, v in zip(name, verdicts) if v.status == SUPPORTED]
+    none_ = [(n, v) for n, v in zip(name, verdicts) if v.status == NOT_SUPPORTED]
+    unsure = [(n, v) for n, v in zip(name, verdicts) if v.status == INSUFFICIENT]
+    s = f"Hiding the context lowers the accuracy of {_which(helps, len(verdicts))}."
+    if none_:
+        s += (" For " + "; for ".join(f"{n} it changes accuracy by {v.interval()}" for n, v in none_)
+              + ": the context does not help, so \"could you answer without the context?\" asks "
+                "nothing that \"could you answer?\" does not, and the prospective question is "
+                "ill-posed for " + ("this model" if len(none_) == 1 else "these models") + ".")
+    if unsure:
+        s += (" For " + "; for ".join(f"{n} the gain is {v.interval()}" for n, v in unsure)
+              + ": the data cannot tell whether the context helps, so the prospective question may "
+                "be ill-posed for " + ("this model" if len(unsure) == 1 else "these models") + ".")
+    return s
+
+
+def display_verdicts(verdicts: list[Verdict]):
+    """Verdicts for a page: claim, statistic, the estimate with its interval (or why there is
+    none), n, verdict and why. An estimate resting on too few cases is not shown as a number."""
+    rows = []
+    for v in verdicts:
+        shown = "not shown (see why)" if v.basis in ("counts", "missing") else v.interval()
+        rows.append({"claim": v.claim, "statistic": v.statistic, "estimate (95% CI)": shown,
+                     "n": fmt_n(v.n), "verdict": v.status, "why": v.reason})
+    return pretty(pd.DataFrame(rows, columns=["claim", "statistic", "estimate (95% CI)", "n", "verdict", "why"]))
+
+
+def _auroc_row(y, s) -> dict:
+    r = auroc_ci(y, s, min_class=MIN_CLASS)
+    return {"n_pos": r.n_pos, "n_neg": r.n_neg, "auroc": r.estimate, "ci_low": r.ci_low,
+            "ci_high": r.ci_high, "sufficient": r.sufficient}
+
+
+def judgment_scores(responses: pd.DataFrame, probe: str = "prospective",
+                    gate: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Tidy: one row per model and score ('confidence' = the verbal Yes/No, 'p_yes' = the
+    first-token P(Yes)) that the responses hold for ``probe``: items, n_pos (correct), n_neg,
+    auroc with DeLong's ci_low/ci_high, sufficient (both classes >= :data:`MIN_CLASS`),
+    constant (the Yes/No never varies) and carries_signal (from ``gate``; True when none)."""
+    rows = []
+    judged = responses[responses["probe"] == probe].dropna(subset=["correct"])
+    if judged.empty:
+        return pd.DataFrame(columns=["model", "score", "items", "n_pos", "n_neg", "auroc", "ci_low",
+                                     "ci_high", "sufficient", "constant", "carries_signal"])
+    jg = judgment_gate(judged, probe).set_index("model")
+    sig = gate.set_index("model")["carries_signal"] if gate is not None else pd.Series(dtype=bool)
+    for model, g in judged.groupby("model", sort=True):
+        for score in SCORES:
+            if score not in g or g[score].isna().all():
+                continue
+            ok = g.dropna(subset=[score])
+            rows.append({"model": model, "score": score, "items": len(ok),
+                         **_auroc_row(ok["correct"], ok[score]),
+                         "constant": bool(jg.at[model, "constant"]) if model in jg.index else False,
+                         "carries_signal": bool(sig.get(model, gate is None))})
+    return pd.DataFrame(rows)
+
+
+def auroc_cell(r: dict) -> str:
+    """'0.61 (95% CI 0.45 to 0.77)', or why there is no number."""
+    if r["n_pos"] == 0 or r["n_neg"] == 0:
+        return f"undefined (only {'wrong' if r['n_pos'] == 0 else 'correct'} answers)"
+    if not r["sufficient"]:
+        few = [fmt_count(r["n_pos"], "positive") if r["n_pos"] < MIN_CLASS else "",
+               fmt_count(r["n_neg"], "negative") if r["n_neg"] < MIN_CLASS else ""]
+        return f"insufficient evidence (only {' and '.join(f for f in few if f)})"
+    return fmt_ci(r["auroc"], r["ci_low"], r["ci_high"])
+
+
+def display_scores(scores: pd.DataFrame, outcome: str = "correct without the context"):
+    """Verbal and log-probability AUROCs side by side, one row per model."""
+    if scores.empty:
+        return pretty(pd.DataFrame({"note": ["no judgments of this kind in the run"]}))
+    out = []
+    for model, g in scores.groupby("model", sort=True):
+        first = g.iloc[0]
+        row = {"model": short_model(model) + ("" if first["carries_signal"] else " (at chance)"),
+               "items": int(first["items"]), outcome: int(first["n_pos"])}
+        for r in g.to_dict("records"):
+            row[f"AUROC, {SCORES[r['score']]} (95% CI)"] = auroc_cell(r)
+        out.append(row)
+    return pretty(pd.DataFrame(out))
+
+
+def _chosen(g: pd.DataFrame) -> dict:
+    """The score a verdict rests on: P(Yes) when present (it ranks items, and exists even
+    when the Yes/No never varies), else the verbal Yes/No."""
+    by = {r["score"]: r for r in g.to_dict("records")}
+    return by.get("p_yes", by.get("confidence"))
+
+
+def judgment_verdicts(scores: pd.DataFrame, probe: str = "prospective") -> list[Verdict]:
+    """Per model: does its ``probe`` judgment rank its own success above chance (AUROC > 0.5)?
+    Models whose answers carry no signal get "insufficient evidence" without a test."""
+    out = []
+    for model, g in scores.groupby("model", sort=True):
+        r = _chosen(g)
+        claim = f"{short_model(model)}: the {probe} judgment ranks its own success above chance"
+        stat = f"AUROC of the {SCORES[r['score']]}"
+        if not r["carries_signal"]:
+            out.append(Verdict(claim, stat, r["auroc"], r["ci_low"], r["ci_high"],
+                               {"positives": int(r["n_pos"]), "negatives": int(r["n_neg"])},
+                               INSUFFICIENT, "its answers are at chance, so there is no knowledge "
+                               "for the judgment to track", 0.5, digits=2, basis="counts"))
+            continue
+        out.append(decide(claim, stat, r["auroc"], r["ci_low"], r["ci_high"], line=0.5,
+                          direction="greater", n={"positives": int(r["n_pos"]), "negatives": int(r["n_neg"])},
+                          min_counts={"positives": MIN_CLASS, "negatives": MIN_CLASS}, digits=2))
+    return out
+
+
+def verdict_paragraph(verdicts: list[Verdict], probe: str = "prospective") -> str:
+    """The closing sentence on one judgment probe: who passes, who fails, who cannot be told."""
+    if not verdicts:
+        return f"No model was asked the {probe} judgment in this run."
+    names = {s: [v.claim.split(":")[0] for v in verdicts if v.status == s]
+             for s in (SUPPORTED, NOT_SUPPORTED, INSUFFICIENT)}
+    n = len(verdicts)
+    s = (f"The {probe} judgment ranks its own success above chance for "
+         f"{_which(names[SUPPORTED], n)}")
+    if names[NOT_SUPPORTED]:
+        s += f"; it does not for {fmt_list(names[NOT_SUPPORTED])}"
+    if names[INSUFFICIENT]:
+        why = "; ".join(f"{v.claim.split(':')[0]}: {v.reason}" for v in verdicts if v.status == INSUFFICIENT)
+        s += f"; the evidence is insufficient for {fmt_list(names[INSUFFICIENT])} ({why})"
+    if any("P(Yes)" in v.statistic for v in verdicts):
+        return s + (". Each verdict rests on the first-token P(Yes) where the run has it, since it "
+                    "ranks items even when the Yes/No never changes.")
+    return s + ". Each verdict rests on the verbal Yes/No."
+
+
+def judge_target(responses: pd.DataFrame, probe: str = "prospective") -> tuple[pd.DataFrame, str]:
+    """Each judge's Yes/No on ``probe`` against each target's correctness (Kendall τ-b, exact
+    one-sided p), over the items every model judged. Returns (pairs table, sentence); the table
+    is empty and the sentence says why when fewer than two models vary in both."""
+    from metacog import stats
+    from metacog.tidy import tables
+    pro = responses[responses["probe"] == probe].dropna(subset=["confidence", "correct"])
+    if pro.empty:
+        return pd.DataFrame(), f"No {probe} judgments in this run, so there is no judge-target table."
+    C, Y = tables.wide(pro, "confidence"), tables.wide(pro, "correct")
+    common = C.dropna().index.intersection(Y.dropna().index)
+    C, Y = C.loc[common], Y.loc[common]
+    varies = [m for m in C.columns if C[m].nunique() == 2 and Y[m].nunique() == 2]
+    if len(varies) < 2:
+        return pd.DataFrame(), (f"Fewer than two models vary in both their {probe} Yes/No and their "
+                                f"success over the {len(common)} items all of them judged, so there "
+                                f"is no pair to compare.")
+    P = stats.pairwise_calibration(C[varies], Y[varies], control=False, min_items=3).pairs
+    t = pd.DataFrame({"judge": P["judge"].map(short_model), "target": P["target"].map(short_model),
+                      "self-pair": P["self"], "items": P["n"], "tau_b": P["tau"], "p_value": P["p"]})
+    self_t, other_t = P.loc[P["self"], "tau"].dropna(), P.loc[~P["self"], "tau"].dropna()
+    s = (f"Over {len(common)} items and {len(varies)} models, the self-pairs' τ-b averages "
+         f"{fmt_num(self_t.mean())} ({len(self_t)} pairs) and the other-pairs' {fmt_num(other_t.mean())} "
+         f"({len(other_t)} pairs). With so few models this is a sketch, not a test.")
+    return t, s
+
+
+def inline_table(responses: pd.DataFrame, probes=("prospective", "counterfactual")):
+    """Share of confidence rationales flagged as inline solving, per model and probe, with a
+    Wilson interval and the number of rationales."""
+    from metacog.hypotheses import shortcut_detect
+    r = responses[responses["probe"].isin(probes)].dropna(subset=["reasoning_text"])
+    if r.empty:
+        return pd.DataFrame(columns=["model", "probe", "rationales", "flagged", "share", "ci_low", "ci_high"])
+    flags = shortcut_detect.detect_inline_solving(r["reasoning_text"])["inline_solving"].to_numpy()
+    g = r.assign(flag=flags.astype(int)).groupby(["model", "probe"])["flag"].agg(["size", "sum"]).reset_index()
+    ci = [proportion_ci(int(k), int(n)) for k, n in zip(g["sum"], g["size"])]
+    return pd.DataFrame({"model": g["model"].map(short_model), "probe": g["probe"], "rationales": g["size"],
+                         "flagged": g["sum"], "share": g["sum"] / g["size"],
+                         "ci_low": [c[0] for c in ci], "ci_high": [c[1] for c in ci]})
+
+
+def display_inline(table: pd.DataFrame):
+    """:func:`inline_table` for a page, the share with its interval in words."""
+    t = table.drop(columns=["share", "ci_low", "ci_high"]).copy()
+    t["share flagged (95% CI)"] = [fmt_ci(r["share"], r["ci_low"], r["ci_high"], pct=True)
+                                   for r in table.to_dict("records")]
+    return pretty(t)
+
+
+def display_conformance(responses: pd.DataFrame, min_rate: float = 0.8):
+    """Share of replies parsed per model and probe, the overall rate and whether it conforms."""
+    from metacog.tidy import tables
+    t = tables.conformance(responses, min_rate=min_rate)
+    t.index = t.index.map(short_model)
+    t.index.name = "model"
+    return pretty(t, digits=2)
+
+
+
+def _clip(text, n: int) -> str:
+    t = " ".join(str(text).split())
+    return t if len(t) <= n else t[:n] + " ..."
+
+
+def hidden_context(items) -> tuple[pd.DataFrame, str]:
+    """What the probes hide, as (table of kinds and their sources with item counts, the kinds
+    joined in words)."""
+    t = pd.DataFrame({
+        "hidden context": [it.context_kind if (it.context or "").strip() else "none (empty)" for it in items],
+        "where it comes from": [str(it.meta.get("context_source", "")) or "the benchmark's own field"
+                                for it in items]}).value_counts().rename("items").reset_index()
+    return t, fmt_list(sorted(set(t["hidden context"])))
+
+
+def item_text(items, n: int = 500) -> str:
+    """One item with a non-empty context (the first), as the models saw it, cut to ``n`` characters."""
+    it = next((i for i in items if (i.context or "").strip()), items[0])
+    return (f"item {it.item_id} ({it.domain or it.benchmark})\n\nQUESTION: {_clip(it.question, n)}\n\n"
+            f"HIDDEN {str(it.context_kind).upper()}: {_clip(it.context or '(none)', n)}\n\n"
+            f"GOLD: {_clip(it.gold, 200)}")
+
+
+def rationale_examples(responses: pd.DataFrame, n_examples: int = 2, seed: int = 0,
+                       probe: str = "prospective") -> str:
+    """Up to ``n_examples`` random ``probe`` rationales per model with the decision, P(Yes) and
+    whether the model could answer without the context."""
+    r = responses[(responses["probe"] == probe) & responses["reasoning_text"].notna()]
+    r = r.sample(frac=1.0, random_state=seed).groupby("model").head(n_examples).sort_values("model")
+    return "\n".join(
+        f"[{short_model(x['model'])}] decision={x['decision']} P(Yes)={fmt_num(x['p_yes'])} "
+        f"correct without context={'n/a' if pd.isna(x['correct']) else int(x['correct'])}\n"
+        f"  {_clip(x['reasoning_text'], 400)}\n" for x in r.to_dict("records")) or f"No {probe} rationales."
+
+
+def attempt_examples(responses: pd.DataFrame, seed: int = 0) -> str:
+    """One random attempt per model with the context and one without, with its grade."""
+    r = responses[responses["probe"].isin(["answer", "answer_no_context"]) & responses["raw_text"].notna()]
+    r = r.sample(frac=1.0, random_state=seed).groupby(["model", "probe"]).head(1).sort_values(["model", "probe"])
+    return "\n".join(
+        f"[{short_model(x['model'])} | {x['probe']}] item {x['item_id']} "
+        f"correct={'n/a' if pd.isna(x['correct']) else int(x['correct'])}\n  {_clip(x['raw_text'], 400)}\n"
+        for x in r.to_dict("records")) or "No attempts recorded."

@@ -1,0 +1,198 @@
+"""The miscalibration chapter's hidden-state study, recorded once and replayed by the book.
+
+Design (paper 2, on the local panel): from one model's forced-answer (C0) log on the
+audit set, draw ``n_per_group`` confident-correct (CC) and overconfident-wrong (OCW)
+items; probe each under three prompts — the plain C0 prompt, the C2 self-critique
+prompt, and the plain prompt padded to the self-critique prompt's length (a control
+for prompt length) — with Gaussian embedding noise (sigma = 0.01 x the embedding RMS,
+40 trials as one batch); and sweep sigma on a few of the plain prompts.
+
+Every probe goes through :func:`metacog.probe.probe_cached`, whose parquet files
+live in ``data/probe/``: ``python -m metacog.probe.study <model>`` (or ``make probe``)
+records them with torch installed; the book calls :func:`study` with
+``compute=False`` and never imports torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from metacog.probe import (HIGH_CONFIDENCE, N_TRIALS, SIGMA, build_prompts, confidence_groups, group_difference,
+                           length_control, paired_difference, probe_conditions, sigma_sweep, unload_models)
+
+CONDITIONS = ("plain", "self_critique", "length_control")
+SWEEP_SIGMAS = (0.003, 0.01, 0.03, 0.1)
+#: The prompt contrasts a - b that :meth:`Study.contrasts` reports.
+CONTRASTS = (("self_critique", "plain"), ("length_control", "plain"), ("self_critique", "length_control"))
+
+
+@dataclass
+class Study:
+    groups: pd.DataFrame  # item_id, group (CC / OCW), confidence, correct
+    probe: pd.DataFrame  # one row per condition x item x layer, with group
+    sweep: pd.DataFrame  # one row per sigma x item x layer (plain prompt)
+
+    def summary(self) -> pd.DataFrame:
+        """Mean displacement over layers >= 1 per condition and group."""
+        t = self.probe[self.probe["layer"] >= 1]
+        return t.groupby(["condition", "group"])["displacement"].mean().unstack("group")
+
+    def contrasts(self, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+        """The paired prompt contrasts of :data:`CONTRASTS` over layers >= 1.
+
+        One row per contrast 'a - b': ``rel_change`` is the mean over layers of the
+        relative change of the displacement (delta / mean of b), ``layers_below`` the
+        number of layers whose bootstrap CI of a - b lies wholly below zero.
+        """
+        t = self.probe[self.probe["layer"] >= 1]
+        rows = []
+        for a, b in CONTRASTS:
+            d = paired_difference(t, a, b, n_boot=n_boot, seed=seed)
+            rows.append({"contrast": f"{a} - {b}", "rel_change": float(d["rel_delta"].mean()),
+                         "layers_below": int((d["ci_high"] < 0).sum()), "layers": len(d),
+                         "items": int(d["n"].max())})
+        return pd.DataFrame(rows).set_index("contrast")
+
+    def fragility(self, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+        """OCW minus CC per prompt and layer >= 1, with ``covers_zero`` (the CI includes 0:
+        confident errors move no more than confident hits)."""
+        gd = group_difference(self.probe[self.probe["layer"] >= 1], "OCW", "CC",
+                                     by="condition", n_boot=n_boot, seed=seed)
+        return gd.assign(covers_zero=(gd["ci_low"] <= 0) & (gd["ci_high"] >= 0))
+
+    def contrast_intervals(self, *, n_boot: int = 2000, level: float = 0.95,
+                           seed: int = 0) -> pd.DataFrame:
+        """The prompt contrasts of :data:`CONTRASTS` as one number each, with an interval.
+
+        For 'a - b' the statistic is the relative change of the displacement, averaged over
+        layers >= 1: mean over layers of (mean_a - mean_b) / mean_b, the items paired by
+        prompt. The interval is a percentile bootstrap over items (the same resampled items
+        under both prompts). One row per contrast: contrast, items, layers, rel_change,
+        ci_low, ci_high.
+        """
+        t = self.probe[self.probe["layer"] >= 1]
+        rng = np.random.default_rng(seed)
+        rows = []
+        for a, b in CONTRASTS:
+            wa = t[t["condition"] == a].pivot_table(index="prompt_id", columns="layer", values="displacement")
+            wb = t[t["condition"] == b].pivot_table(index="prompt_id", columns="layer", values="displacement")
+            ids, cols = wa.index.intersection(wb.index), wa.columns.intersection(wb.columns)
+            xa, xb = wa.loc[ids, cols].to_numpy(), wb.loc[ids, cols].to_numpy()
+            n = len(ids)
+            est = float(((xa.mean(0) - xb.mean(0)) / xb.mean(0)).mean()) if n else np.nan
+            lo = hi = np.nan
+            if n >= 2:
+                idx = rng.integers(0, n, size=(n_boot, n))
+                ma, mb = xa[idx].mean(axis=1), xb[idx].mean(axis=1)
+                draws = ((ma - mb) / mb).mean(axis=1)
+                lo, hi = np.quantile(draws, [(1 - level) / 2, 1 - (1 - level) / 2])
+            rows.append({"contrast": f"{a} - {b}", "items": n, "layers": len(cols), "rel_change": est,
+                         "ci_low": float(lo), "ci_high": float(hi)})
+        return pd.DataFrame(rows)
+
+    def group_contrast(self, *, condition: str = "plain", n_boot: int = 2000, level: float = 0.95,
+                       seed: int = 0) -> dict:
+        """OCW minus CC under one prompt as one number: the relative difference of the mean
+        displacement over layers >= 1, mean over layers of (mean_OCW - mean_CC) / mean_CC.
+
+        Each group is resampled on its own (percentile bootstrap over its items). Returns a
+        dict: condition, n_cc, n_ocw, rel_diff, ci_low, ci_high (NaN without both groups).
+        """
+        t = self.probe[(self.probe["layer"] >= 1) & (self.probe["condition"] == condition)]
+        wide = {g: t[t["group"] == g].pivot_table(index="prompt_id", columns="layer",
+                                                  values="displacement") for g in ("CC", "OCW")}
+        cols = wide["CC"].columns.intersection(wide["OCW"].columns)
+        xc, xo = wide["CC"][cols].to_numpy(), wide["OCW"][cols].to_numpy()
+        out = {"condition": condition, "n_cc": len(xc), "n_ocw": len(xo), "rel_diff": np.nan,
+               "ci_low": np.nan, "ci_high": np.nan}
+        if len(xc) < 2 or len(xo) < 2 or not len(cols):
+            return out
+        rng = np.random.default_rng(seed)
+        mc = xc[rng.integers(0, len(xc), size=(n_boot, len(xc)))].mean(axis=1)
+        mo = xo[rng.integers(0, len(xo), size=(n_boot, len(xo)))].mean(axis=1)
+        draws = ((mo - mc) / mc).mean(axis=1)
+        lo, hi = np.quantile(draws, [(1 - level) / 2, 1 - (1 - level) / 2])
+        out.update(rel_diff=float(((xo.mean(0) - xc.mean(0)) / xc.mean(0)).mean()),
+                   ci_low=float(lo), ci_high=float(hi))
+        return out
+
+    def sweep_spread(self) -> float:
+        """How far displacement / sigma varies across the sweep's sigmas (max/min - 1, layers >= 1).
+
+        Near 0 means the response is linear in the noise over the swept range."""
+        sw = self.sweep[self.sweep["layer"] >= 1]
+        ratio = (sw["displacement"] / sw["sigma"]).groupby(sw["sigma"]).mean()
+        return float(ratio.max() / ratio.min() - 1)
+
+
+def select_items(responses: pd.DataFrame, model: str, n_per_group: int = 8, seed: int = 0,
+                 threshold: float = HIGH_CONFIDENCE) -> pd.DataFrame:
+    """Up to ``n_per_group`` CC and OCW items of ``model``'s C0 answers, drawn with ``seed``."""
+    own = responses[(responses["model"] == model) & (responses["probe"] == "c0")]
+    if own.empty:
+        raise ValueError(f"select_items: no C0 rows for model {model!r}; models in the table: "
+                         f"{sorted(responses['model'].unique())}.")
+    groups = confidence_groups(own, threshold=threshold, probe="c0")
+    picked = (groups.sample(frac=1.0, random_state=seed).groupby("group").head(n_per_group)
+              .sort_values(["group", "item_id"]).reset_index(drop=True))
+    return picked
+
+
+def study(model: str, responses: pd.DataFrame, items, *, n_per_group: int = 8, n_sweep: int = 4,
+          sigma: float = SIGMA, n_trials: int = N_TRIALS, seed: int = 0,
+          sweep_sigmas=SWEEP_SIGMAS, compute: bool = False, cache=None) -> Study:
+    """Run (``compute=True``) or replay (``compute=False``) the study for one local model.
+
+    ``model`` is a panel name such as 'smollm2-135m'; ``responses`` the audit run with
+    rows for 'local/<model>'; ``items`` the audit items (a list of Items or a frame).
+    """
+    groups = select_items(responses, f"local/{model}" if "/" not in model else model,
+                          n_per_group, seed)
+    ids = list(groups["item_id"])
+    frame = items if isinstance(items, pd.DataFrame) else pd.DataFrame(
+        [{"item_id": i.item_id, "question": i.question} for i in items])
+    chosen = frame[frame["item_id"].astype(str).isin(ids)][["item_id", "question"]]
+    name = model.split("/")[-1]
+    conditions = {
+        "plain": build_prompts(chosen, "c0").loc[ids],
+        "self_critique": build_prompts(chosen, "c2").loc[ids],
+        "length_control": length_control(chosen, "c0", "c2").loc[ids],
+    }
+    probe = probe_conditions(name, conditions, sigma=sigma, n_trials=n_trials, seed=seed,
+                                    compute=compute, cache=cache)
+    probe = probe.merge(groups[["item_id", "group"]], left_on="prompt_id", right_on="item_id",
+                        how="left").drop(columns="item_id")
+    sweep_ids = ids[:n_sweep]
+    sweep = sigma_sweep(name, conditions["plain"].loc[sweep_ids], sweep_sigmas, n_trials=n_trials,
+                               seed=seed, compute=compute, cache=cache)
+    return Study(groups=groups, probe=probe, sweep=sweep)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from metacog.data import recorded
+    from metacog.benchmarks import audit
+
+    p = argparse.ArgumentParser(prog="python -m metacog.probe.study", description=__doc__)
+    p.add_argument("models", nargs="+", help="panel names, e.g. smollm2-135m")
+    p.add_argument("--run", default="audit_policies")
+    p.add_argument("--n-per-group", type=int, default=8)
+    p.add_argument("--n-sweep", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    responses = recorded.load(args.run)
+    items = audit.load_frame()
+    for m in args.models:
+        s = study(m, responses, items, n_per_group=args.n_per_group, n_sweep=args.n_sweep,
+                  seed=args.seed, compute=True)
+        print(f"{m}: {len(s.groups)} items\n{s.summary().round(5)}", flush=True)
+        unload_models()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

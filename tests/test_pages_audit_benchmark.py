@@ -1,0 +1,138 @@
+"""metacog.pages.benchmark and metacog.pages.audit on planted data: gates, context gain, AUROC cells, verdicts."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from metacog.pages import audit as ap
+from metacog.pages import benchmark as bp
+from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+
+
+def _bench(n=60, acc_with=(0.8, 0.3), acc_without=(0.4, 0.3), signal=2.0, seed=0):
+    """Two models; model A knows (its P(Yes) follows its success), model B guesses."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for m, (aw, an) in zip(["p/A", "p/B"], zip(acc_with, acc_without)):
+        without = (rng.random(n) < an).astype(float)
+        withc = np.maximum(without, (rng.random(n) < (aw - an) / max(1 - an, 1e-9)).astype(float))
+        for i in range(n):
+            item = f"i{i:03d}"
+            rows.append(dict(model=m, item_id=item, probe="answer", correct=withc[i], decision=None,
+                             confidence=np.nan, p_yes=np.nan, parse_status="ok"))
+            rows.append(dict(model=m, item_id=item, probe="answer_no_context", correct=without[i],
+                             decision=None, confidence=np.nan, p_yes=np.nan, parse_status="ok"))
+            z = (signal if m == "p/A" else 0.0) * (without[i] - 0.5) + rng.normal()
+            p = 1 / (1 + np.exp(-z))
+            rows.append(dict(model=m, item_id=item, probe="prospective", correct=without[i],
+                             decision="yes" if p > 0.5 else "no", confidence=float(p > 0.5), p_yes=p,
+                             parse_status="ok"))
+    return pd.DataFrame(rows)
+
+
+def test_context_gain_and_the_ill_posed_question():
+    df = _bench()
+    gain = bp.context_gain(df).set_index("model")
+    assert gain.loc["p/A", "gain"] > 0.25 and gain.loc["p/A", "gain_ci_low"] > 0
+    assert gain.loc["p/B", "gain"] == 0 and gain.loc["p/B", "gain_ci_low"] < 0 < gain.loc["p/B", "gain_ci_high"]
+    v = {x.claim.split(":")[0]: x for x in bp.gain_verdicts(bp.context_gain(df))}
+    assert v["A"].status == SUPPORTED
+    assert v["B"].status == NOT_SUPPORTED  # its gain interval rules out 0.05 or more
+    text = bp.gain_sentence(list(v.values()))
+    assert "ill-posed for this model" in text and "B" in text
+
+
+def test_auroc_cells_refuse_small_classes_and_flag_single_class():
+    assert bp.auroc_cell({"n_pos": 2, "n_neg": 38, "auroc": 0.95, "ci_low": 0.8, "ci_high": 1.0,
+                          "sufficient": False}) == "insufficient evidence (only 2 positives)"
+    assert bp.auroc_cell({"n_pos": 0, "n_neg": 40, "auroc": np.nan, "ci_low": np.nan, "ci_high": np.nan,
+                          "sufficient": False}).startswith("undefined")
+    assert "95% CI" in bp.auroc_cell({"n_pos": 20, "n_neg": 20, "auroc": 0.7, "ci_low": 0.55, "ci_high": 0.85,
+                                      "sufficient": True})
+
+
+def test_judgment_verdict_flips_with_the_planted_signal():
+    knows = _bench(n=120, signal=3.0)
+    gate = bp.model_gate(knows)
+    scores = bp.judgment_scores(knows, "prospective", gate)
+    assert set(scores["score"]) == {"confidence", "p_yes"}
+    v = {x.claim.split(":")[0]: x for x in bp.judgment_verdicts(scores)}
+    assert v["A"].status == SUPPORTED and "P(Yes)" in v["A"].statistic
+    assert v["B"].status == INSUFFICIENT
+    flat = _bench(n=120, signal=0.0)
+    v0 = {x.claim.split(":")[0]: x for x in bp.judgment_verdicts(bp.judgment_scores(flat, "prospective",
+                                                                                    bp.model_gate(flat)))}
+    assert v0["A"].status != SUPPORTED
+    shown = bp.display_scores(scores)
+    assert list(shown.columns)[0] == "model" and not shown.isin(["nan", "NaN"]).any().any()
+
+
+def test_models_at_chance_are_marked_and_kept_out_of_claims():
+    df = _bench(n=60, acc_without=(0.4, 0.0))  # B never right without the context
+    gate = bp.model_gate(df)
+    assert gate.set_index("model").loc["p/B", "carries_signal"] == False  # noqa: E712
+    scores = bp.judgment_scores(df, "prospective", gate)
+    v = {x.claim.split(":")[0]: x for x in bp.judgment_verdicts(scores)}
+    assert v["B"].status == INSUFFICIENT and "at chance" in v["B"].reason
+    assert "(at chance)" in " ".join(bp.display_scores(scores)["model"])
+    assert "B does not" in bp.gate_sentence(gate)
+
+
+def _audit(n=120, knows=True, seed=1):
+    rng = np.random.default_rng(seed)
+    rows = []
+    gold = np.tile([1.0, 0.0], n // 2)
+    for m in ["p/K", "p/Y"]:
+        for i in range(n):
+            if m == "p/K" and knows:
+                p = 1 / (1 + np.exp(-(2.5 * (gold[i] - 0.5) + rng.normal())))
+            else:
+                p = 0.8 + 0.1 * rng.random()  # always yes, P(Yes) unrelated to the truth
+            dec = "yes" if p > 0.5 else "no"
+            correct = float((dec == "yes") == (gold[i] == 1))
+            rows.append(dict(model=m, item_id=f"a{i}", probe="c0", decision=dec, p_yes=p, correct=correct,
+                             confidence=0.9, parse_status="ok", domain="d"))
+    return pd.DataFrame(rows)
+
+
+def test_audit_knowledge_in_p_yes_and_overconfidence():
+    df = _audit()
+    assert ap.policies(df) == ["c0"]
+    gate = bp.model_gate(df, "c0")
+    sig = gate.set_index("model")["carries_signal"]
+    assert sig["p/K"] and not sig["p/Y"]
+    scores = ap.audit_scores(df, "c0", gate)
+    v = {x.claim: x for x in ap.audit_verdicts(scores, "c0")}
+    assert v["K under C0: its P(Yes) tells true from false items"].status == SUPPORTED
+    assert v["Y under C0: its P(Yes) tells true from false items"].status == INSUFFICIENT
+    assert "at chance" in v["Y under C0: its stated confidence tells right from wrong answers"].reason
+    over = {x.claim.split(" under")[0]: x for x in ap.overconfidence_verdicts(ap.overconfidence(df, "c0"), "c0")}
+    assert over["Y"].status == SUPPORTED  # says 0.9 while right half the time
+    assert "overconfidence is established for" in ap.verdict_paragraph(list(v.values()) + list(over.values()))
+    flat = _audit(knows=False)
+    vf = {x.claim: x for x in ap.audit_verdicts(ap.audit_scores(flat, "c0", bp.model_gate(flat, "c0")), "c0")}
+    assert vf["K under C0: its P(Yes) tells true from false items"].status != SUPPORTED
+
+
+def test_audit_sources_without_policies_are_named(tmp_path):
+    from metacog.power.examples import example_responses, write_responses
+
+    path = tmp_path / "panel.csv"
+    write_responses(example_responses(n_models=3, n_items=10, seed=0), path)
+    res = ap.analyse_sources([str(path)])
+    assert res["gate"].empty and str(path) in res["skipped"]
+    assert "no answers under the audit policies" in ap.skipped_sentence(res["skipped"])
+
+
+def test_display_verdicts_hides_numbers_resting_on_too_few_cases():
+    df = _bench(n=12, acc_without=(0.25, 0.25))
+    scores = bp.judgment_scores(df, "prospective", bp.model_gate(df, min_items=5))
+    shown = bp.display_verdicts(bp.judgment_verdicts(scores))
+    assert (shown["estimate (95% CI)"] == "not shown (see why)").all()
+
+
+def test_gate_sentence_for_one_model_at_chance_says_it_carries_no_signal():
+    from metacog.pages.benchmark import gate_sentence
+
+    s = gate_sentence(pd.DataFrame({"model": ["local/x"], "carries_signal": [False]}))
+    assert "carry no signal" in s
