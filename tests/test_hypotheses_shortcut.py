@@ -218,3 +218,18 @@ def test_source_without_flags_gets_one_sentence_and_no_verdict(tmp_path):
     assert "reasoning_models parameter names none" in res["notes"]["note"].iloc[0]
     assert hs.verdicts(res) == [] and hs.account_verdicts([]) == []
     assert "could not be tested" in sd.verdict_paragraph([], [])
+
+
+def test_domain_plot_table_drops_panels_with_too_few_twin_pairs():
+    from metacog.hypotheses import shortcut_display as sd
+
+    rows = []
+    for panel, pairs in (("big", 6), ("small", 2)):
+        for subset in ("domain: math", "domain: law", "formal minus other"):
+            rows.append({"panel": panel, "pair": "mean over twin pairs", "subset": subset, "pairs": pairs,
+                         "difference": 0.1, "difference_ci_low": 0.0, "difference_ci_high": 0.2})
+    twins = pd.DataFrame(rows)
+    t = sd.domain_plot_table(twins, min_pairs=5)
+    assert set(t["panel"]) == {"big"} and sorted(t["domain"]) == ["law", "math"]
+    assert list(t.columns) == ["panel", "domain", "difference", "ci_low", "ci_high"]
+    assert len(sd.domain_plot_table(twins, min_pairs=2)) == 4

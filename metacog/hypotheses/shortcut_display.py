@@ -74,10 +74,17 @@ def display_twins(twins: pd.DataFrame, subsets=ORDER) -> pd.DataFrame:
     return wide.fillna("–")
 
 
-def domain_plot_table(twins: pd.DataFrame, groups_by_domain: pd.DataFrame | None = None) -> pd.DataFrame:
+def domain_plot_table(twins: pd.DataFrame, min_pairs: int = MIN_PAIRS) -> pd.DataFrame:
     """The mean-over-pairs difference per MMLU-Pro-style domain, for the figure: panel, domain,
-    difference, ci_low, ci_high."""
-    t = twins[(twins["pair"] == "mean over twin pairs") & twins["subset"].str.startswith("domain: ")]
+    difference, ci_low, ci_high.
+
+    Only panels where some subset has at least ``min_pairs`` twin pairs are kept (the chapter's
+    count rule: fewer pairs decide nothing, so they are not plotted either).
+    """
+    enough = twins.groupby("panel")["pairs"].max()
+    keep = set(enough[enough >= min_pairs].index)
+    t = twins[(twins["pair"] == "mean over twin pairs") & twins["subset"].str.startswith("domain: ")
+              & twins["panel"].isin(keep)]
     return pd.DataFrame({"panel": t["panel"], "domain": t["subset"].str.removeprefix("domain: "),
                          "difference": t["difference"], "ci_low": t["difference_ci_low"],
                          "ci_high": t["difference_ci_high"]}).reset_index(drop=True)
