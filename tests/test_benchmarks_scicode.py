@@ -127,7 +127,7 @@ def test_scicode_reference_passes_and_wrong_code_fails():
     sc = _scicode()
     item = sc.load_items()[0]  # 10.1 get_alpha
     good = sc.run_tests(item, item.gold)
-    assert good.passed and good.n_passed == good.n_tests == 4, good.summary()
+    assert good.passed and good.n_passed == good.n_tests == 4, good.describe()
     wrong = item.gold.replace("alpha = alpha_scaling *", "alpha = 2 * alpha_scaling *")
     assert wrong != item.gold
     bad = sc.run_tests(item, wrong)
@@ -165,6 +165,6 @@ def test_scicode_ungradable_step_raises():
 @pytest.mark.slow
 def test_every_dev_reference_solution_passes():
     sc = _scicode()
-    failed = [r.summary() for r in (sc.run_tests(it, it.gold, timeout=300) for it in sc.load_items())
+    failed = [r.describe() for r in (sc.run_tests(it, it.gold, timeout=300) for it in sc.load_items())
               if not r.passed]
     assert failed == []

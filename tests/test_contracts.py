@@ -69,7 +69,8 @@ def _defs(tree):
     return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
 
 
-def test_no_second_auroc_and_no_dict_summaries_in_the_package():
+def test_no_second_auroc_and_every_summary_is_annotated_as_a_frame():
+    """``summary()`` always returns a DataFrame (PrettyTable is one); a one-line text is ``describe()``."""
     second, dict_summaries = [], []
     for f in PACKAGE.rglob("*.py"):
         rel = f.relative_to(PACKAGE.parent).as_posix()
@@ -77,8 +78,10 @@ def test_no_second_auroc_and_no_dict_summaries_in_the_package():
         for d in _defs(tree):
             if d.name == "auroc" and rel != "metacog/stats/calibration.py":
                 second.append(f"{rel}:{d.lineno}")
-            if d.name == "summary" and isinstance(d.returns, ast.Name) and d.returns.id == "dict":
-                dict_summaries.append(f"{rel}:{d.lineno}")
+            if d.name == "summary":
+                ann = ast.unparse(d.returns) if d.returns is not None else ""
+                if not any(k in ann for k in ("DataFrame", "PrettyTable")):
+                    dict_summaries.append(f"{rel}:{d.lineno} returns {ann or 'unannotated'}")
         if "roc_auc_score" in f.read_text():
             second.append(f"{rel}: roc_auc_score")
     assert second == []

@@ -229,7 +229,7 @@ def test_stack_walk_cannot_forge_a_scicode_pass():
             return g.get('target', 0.0)
     """)
     res = sc.run_tests(item, forger)
-    assert not res.passed and res.n_passed == 0, res.summary()
+    assert not res.passed and res.n_passed == 0, res.describe()
 
 
 @sealed
@@ -246,5 +246,5 @@ def test_patching_the_comparison_cannot_forge_a_scicode_pass():
             return -1.0
     """)
     res = sc.run_tests(item, patcher)
-    assert not res.passed and res.n_passed == 0, res.summary()
+    assert not res.passed and res.n_passed == 0, res.describe()
     assert sc.run_tests(item, item.gold).passed  # the same step passes with the reference

@@ -89,7 +89,7 @@ class SandboxResult:
     def ok(self) -> bool:
         return self.returncode == 0 and not self.timed_out
 
-    def summary(self) -> str:
+    def describe(self) -> str:
         state = "timed out" if self.timed_out else f"exit {self.returncode}"
         tail = self.stderr.strip().splitlines()[-1:] if self.stderr.strip() else []
         return f"sandbox: {state} after {self.seconds:.2f}s ({self.network_isolation})" + (

@@ -193,7 +193,7 @@ def _targets_cached(key: str, program: str, tests: tuple[str, ...], timeout: flo
     res = sandbox.run_script(RUNNER, ["targets"], files={"job.json": job}, outputs=("targets.pkl",),
                              timeout=timeout, memory_mb=memory_mb, extra_path=(str(package_dir()),))
     if not res.ok or "targets.pkl" not in res.outputs:
-        raise RuntimeError(f"SciCode: the reference solution failed to produce targets ({res.summary()}).")
+        raise RuntimeError(f"SciCode: the reference solution failed to produce targets ({res.describe()}).")
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_bytes(res.outputs["targets.pkl"])
     return res.outputs["targets.pkl"]
@@ -223,7 +223,7 @@ class StepResult:
     seconds: float = 0.0
     network_isolation: str = ""
 
-    def summary(self) -> str:
+    def describe(self) -> str:
         state = "PASS" if self.passed else ("TIMEOUT" if self.timed_out else "FAIL")
         first = f"; first error: {self.errors[0][:200]}" if self.errors else ""
         return f"{self.item_id}: {state} ({self.n_passed}/{self.n_tests} tests, {self.seconds:.1f}s){first}"
@@ -261,7 +261,7 @@ def run_tests(item: Item, code: str, timeout: float = 120.0, memory_mb: int = ME
             results = None
     if results is None or res.timed_out:
         why = "timed out" if res.timed_out else (
-            (res.judge_stderr.strip() or res.stderr.strip()).splitlines() or [res.summary()])[-1]
+            (res.judge_stderr.strip() or res.stderr.strip()).splitlines() or [res.describe()])[-1]
         return StepResult(item.item_id, False, len(tests), 0, res.timed_out, [why], res.seconds,
                           res.network_isolation)
     n_ok = sum(bool(r.get("passed")) for r in results)

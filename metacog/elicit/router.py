@@ -89,7 +89,7 @@ class RouterSpec:
     def serves(self, model: str) -> bool:
         return model in self.deployments
 
-    def summary(self):
+    def summary(self) -> "pd.DataFrame":
         """One row per deployment: model_name, model, api_base, rpm, tpm, calls made."""
         import pandas as pd
 
