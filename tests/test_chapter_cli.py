@@ -12,7 +12,7 @@ from metacog import chapter
 
 from metacog.tidy import tables
 from metacog.cli import main
-from metacog.power.curves import self_other_test
+from metacog.stats import self_other_test
 from metacog.power.examples import example_responses, write_responses
 
 ROOT = Path(__file__).resolve().parents[1]

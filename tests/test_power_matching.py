@@ -178,7 +178,7 @@ def test_self_other_null_keeps_per_model_margins():
 
 def test_equivalent_kappa_recovers_planted_kappa():
     from metacog.power.null import equivalent_kappa
-    from metacog.power.curves import self_other_test
+    from metacog.stats import self_other_test
 
     truth = population(12, 800, kappa=0.3, seed=31)
     fit = fit_population(truth.confidence, truth.correct)  # fitted under kappa = 0, as on real data

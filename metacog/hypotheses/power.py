@@ -36,7 +36,8 @@ import pandas as pd
 
 from metacog.power.matching import complete_block, fit_population
 from metacog.power.null import equivalent_kappa, self_other_null
-from metacog.power.curves import minimum_detectable_kappa, self_other_test
+from metacog.power.curves import minimum_detectable_kappa
+from metacog.stats import self_other_test
 
 #: The power machinery needs at least this many models (the pairwise test compares a model
 #: with the others) and items.

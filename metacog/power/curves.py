@@ -4,8 +4,7 @@ Populations come from :func:`metacog.power.simulate.population`, where ``kappa``
 the strength of each model's private signal about its own performance. Two
 tests are studied.
 
-(a) The pairwise self-versus-other test (:func:`metacog.stats.self_other_test`, also
-importable from here as ``metacog.power.curves.self_other_test``). For every
+(a) The pairwise self-versus-other test (:func:`metacog.stats.self_other_test`). For every
 ordered pair (model A's confidence, model B's correctness) compute Kendall's
 tau-b over items (the matrix ``K``; for 0/1 data tau-b equals the phi
 coefficient, so ``K`` is computed in one matrix product and agrees with
@@ -48,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from metacog.power.simulate import population
-from metacog.stats.selfother import SelfOtherTest, self_other_test  # noqa: F401 (moved; kept here)
+from metacog.stats.selfother import self_other_test
 from metacog.stats.blas import single_blas_thread
 
 TESTS = ("pairwise", "factor")

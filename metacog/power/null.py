@@ -32,7 +32,7 @@ class SelfOtherNull:
     settings: dict[str, Any] = field(default_factory=dict)
 
     def rejection_rate(self, alpha: float = 0.05) -> float:
-        """Share of populations in which :func:`metacog.power.curves.self_other_test` rejects at ``alpha``.
+        """Share of populations in which :func:`metacog.stats.self_other_test` rejects at ``alpha``.
 
         At ``kappa = 0`` this is the test's actual false-positive rate for models like these.
         """
@@ -73,7 +73,7 @@ def self_other_null(match: PopulationMatch, n_sims: int = 200, kappa: float = 0.
     Every population has the fitted ability and threshold of each real model
     (``match.kwargs(per_model=True)``) and ``match.n_items`` items unless ``n_items`` is
     given. At ``kappa = 0`` the statistics form a parametric null that keeps each model's
-    own base rates — the permutation test of :func:`metacog.power.curves.self_other_test` assumes
+    own base rates — the permutation test of :func:`metacog.stats.self_other_test` assumes
     models are exchangeable, which real models are not — and ``rejection_rate(alpha)`` is
     that test's false-positive rate for such models. Deterministic given ``seed``.
     """
@@ -134,7 +134,7 @@ def equivalent_kappa(match: PopulationMatch, statistic: float, n_sims: int = 100
                      drop_unanimous: bool | str = False) -> EquivalentKappa:
     """The ``kappa`` at which matched populations produce ``statistic`` on average.
 
-    Translates an observed self-minus-other statistic (:func:`metacog.power.curves.self_other_test`)
+    Translates an observed self-minus-other statistic (:func:`metacog.stats.self_other_test`)
     into the simulator's units: bisection on the mean statistic over ``n_sims`` populations
     matched model by model (``match.kwargs(per_model=True)``), with the same seeds at every
     kappa so the mean rises smoothly. ``kappa = 0`` when the statistic is at or below the
