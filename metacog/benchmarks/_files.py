@@ -10,47 +10,19 @@ from __future__ import annotations
 import csv
 import functools
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 
-try:  # the data layer's error type, so callers can catch one class for every bad data file
-    from metacog.data.files import DataFileError
-except ImportError:  # pragma: no cover - the data layer predates this module in the repo
-    class DataFileError(ValueError):
-        """A data file is malformed; the message names the file, the line and the fix."""
+from metacog.data import locate, manifest
+from metacog.data.files import DataFileError  # one error class for every bad data file
 
 
 @functools.lru_cache(maxsize=64)
 def dataset_dir(name: str) -> Path:
-    """The folder holding dataset ``name`` (a key of metacog.data.registry.DATASETS).
-
-    Uses :func:`metacog.data.locate` when the data layer provides it, else
-    ``$METACOG_DATA_MIRROR/<mirror_dir>``.
-    """
-    try:
-        from metacog.data import locate
-    except ImportError:  # pragma: no cover - fallback while the data layer lacks locate()
-        locate = None
-    if locate is not None:
-        return Path(locate(name))
-    from metacog.data.registry import DATASETS
-
-    if name not in DATASETS:
-        raise ValueError(f"Unknown dataset {name!r}; known: {sorted(DATASETS)}.")
-    root = os.environ.get("METACOG_DATA_MIRROR")
-    if not root:
-        raise FileNotFoundError(
-            f"Dataset {name!r}: set METACOG_DATA_MIRROR to the mirror folder "
-            f"(laid out like ../shared/data) so {DATASETS[name].mirror_dir}/ can be found."
-        )
-    folder = Path(root) / DATASETS[name].mirror_dir
-    if not folder.is_dir():
-        raise FileNotFoundError(
-            f"Dataset {name!r}: folder {folder} does not exist; check METACOG_DATA_MIRROR={root}."
-        )
-    return folder
+    """The folder holding dataset ``name`` (a key of metacog.data.registry.DATASETS), found by
+    :func:`metacog.data.locate` (mirror, user cache, or a checked download)."""
+    return Path(locate(name))
 
 
 def dataset_file(name: str, filename: str) -> Path:
@@ -144,10 +116,6 @@ def check_sizes(name: str) -> None:
     Catches a file cut at a line boundary (which parses cleanly). Files the
     manifest lists but the folder lacks are left to the loaders.
     """
-    try:
-        from metacog.data import manifest
-    except ImportError:  # pragma: no cover
-        return
     folder = dataset_dir(name)
     for rel, info in manifest(name).items():
         path = folder / rel
