@@ -272,13 +272,33 @@ def _fingerprint(chapter: Chapter, root: Path, shared: bytes) -> str:
     return h.hexdigest()
 
 
+def default_jobs() -> int:
+    """Chapters executed at once: ``$METACOG_BOOK_JOBS``, else the number of CPUs (at most 4)."""
+    env = os.environ.get("METACOG_BOOK_JOBS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise BookError(f"METACOG_BOOK_JOBS={env!r}: give a whole number of chapters, 1 or more.")
+        return int(env)
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 def build(root: Path | None = None, *, only: list[str] | None = None, html: bool = True,
-          reuse: bool = True, out: Path | None = None) -> Path:
+          reuse: bool = True, out: Path | None = None, jobs: int | None = None) -> Path:
     """Execute the chapters and render the book; return the path of index.html.
-    ``root`` defaults to :func:`book_root`; ``out`` to ``<root>/_build``."""
+
+    ``root`` defaults to :func:`book_root`; ``out`` to ``<root>/_build``. ``jobs`` chapters
+    run at once, each in its own kernel (default :func:`default_jobs`); a chapter that
+    fails does not stop the others, and the build then fails naming every failed chapter.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Lock
+
     root = book_root(root)
     out = out or root / "_build"
     src = out / "src"
+    jobs = default_jobs() if jobs is None else int(jobs)
+    if jobs < 1:
+        raise BookError(f"jobs={jobs}: at least one chapter must run at a time.")
     chapters = load_manifest(root)
     titles: dict[str, str] = {}
     for ch in chapters:
@@ -290,8 +310,10 @@ def build(root: Path | None = None, *, only: list[str] | None = None, html: bool
     _stage_static(root, src)
     stamps_file = out / "executed.json"
     stamps = json.loads(stamps_file.read_text()) if stamps_file.exists() and reuse else {}
-    failures = []
+    failures: dict[str, str] = {}
     shared = _shared_digest(root)
+    lock = Lock()
+    todo = []
     for ch in chapters:
         if only and ch.page not in only:
             continue
@@ -300,22 +322,39 @@ def build(root: Path | None = None, *, only: list[str] | None = None, html: bool
         if reuse and stamps.get(ch.page) == fp and target.exists():
             print(f"[book] {ch.page}: unchanged, reusing the executed copy", flush=True)
             continue
+        todo.append((ch, target, fp))
+
+    def run(job):
+        ch, target, fp = job
         t0 = time.time()
         print(f"[book] {ch.page}: executing {ch.source} with parameter set {ch.parameter_set!r}", flush=True)
         try:
             execute_chapter(ch, src / "notebooks", root)
         except BookError as exc:
-            failures.append(str(exc))
-            stamps.pop(ch.page, None)
-            target.unlink(missing_ok=True)
+            with lock:
+                failures[ch.page] = str(exc)
+                stamps.pop(ch.page, None)
+                target.unlink(missing_ok=True)
             print(f"[book] {ch.page}: FAILED", flush=True)
-            continue
-        stamps[ch.page] = fp
-        stamps_file.parent.mkdir(parents=True, exist_ok=True)
-        stamps_file.write_text(json.dumps(stamps, indent=1))
+            return
+        with lock:  # the stamp is written as soon as a chapter is done: a crash keeps the others
+            stamps[ch.page] = fp
+            stamps_file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = stamps_file.with_suffix(".json.part")
+            tmp.write_text(json.dumps(stamps, indent=1))
+            os.replace(tmp, stamps_file)
         print(f"[book] {ch.page}: done in {time.time() - t0:.1f}s", flush=True)
+
+    if jobs == 1 or len(todo) <= 1:
+        for job in todo:
+            run(job)
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(run, todo))
     if failures:
-        raise BookError("the book was not built; failing chapter(s):\n" + "\n\n".join(failures))
+        order = [ch.page for ch in chapters if ch.page in failures]
+        raise BookError("the book was not built; failing chapter(s):\n"
+                        + "\n\n".join(failures[p] for p in order))
     missing = [ch.page for ch in chapters if not (src / "notebooks" / f"{ch.page}.ipynb").exists()]
     if missing:
         raise BookError(f"chapters {missing} have no executed copy; run without --only first.")

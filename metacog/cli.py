@@ -11,7 +11,7 @@ def _book(args) -> int:
     from metacog.book import BookError, build
 
     try:
-        index = build(only=args.only or None, html=not args.no_html, reuse=not args.force)
+        index = build(only=args.only or None, html=not args.no_html, reuse=not args.force, jobs=args.jobs)
     except BookError as exc:
         print(f"metacog book: {exc}", file=sys.stderr)
         return 1
@@ -93,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="*", help="execute only these pages (others are reused)")
     p.add_argument("--force", action="store_true", help="re-execute chapters even if unchanged")
     p.add_argument("--no-html", action="store_true", help="execute, but do not render")
+    p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                   help="chapters executed at once (default: $METACOG_BOOK_JOBS, else the CPU count, at most 4)")
     p.set_defaults(func=_book)
 
     p = sub.add_parser("check", help="check the manifest and every parameter set, run nothing")

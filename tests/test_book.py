@@ -171,3 +171,42 @@ def test_pages_sharing_a_title_are_refused(tmp_path):
     root = make_root(tmp_path, chapters, {"s": {}}, {"t": ("Template", "x = 1")})
     with pytest.raises(book.BookError, match="share the title 'Template'"):
         book.build(root, html=False, out=tmp_path / "_build")
+
+
+def test_chapters_run_at_once_with_jobs_and_failures_still_name_the_chapter(tmp_path):
+    # Each chapter writes its own marker, then waits for the other's: both finish only if the two
+    # kernels run at the same time (with jobs=1 the first would time out and fail).
+    wait = textwrap.dedent("""\
+        import pathlib, time
+        here = pathlib.Path({mine!r}); other = pathlib.Path({theirs!r})
+        here.write_text("started")
+        t0 = time.time()
+        while not other.exists():
+            assert time.time() - t0 < 60, "the other chapter never started"
+            time.sleep(0.05)
+    """)
+    a, b = tmp_path / "a.started", tmp_path / "b.started"
+    chapters = [{"page": p, "source": f"notebooks/{p}.md", "parameters": "s"} for p in ("pa", "pb", "bad")]
+    root = make_root(tmp_path, chapters, {"s": {}}, {
+        "pa": ("A", wait.format(mine=str(a), theirs=str(b))),
+        "pb": ("B", wait.format(mine=str(b), theirs=str(a))),
+        "bad": ("Bad", "raise RuntimeError('deliberate failure')")})
+    with pytest.raises(book.BookError) as err:
+        book.build(root, html=False, out=tmp_path / "_build", jobs=3)
+    assert "'bad'" in str(err.value) and "'pa'" not in str(err.value)
+    import json
+
+    stamps = json.loads((tmp_path / "_build/executed.json").read_text())
+    assert set(stamps) == {"pa", "pb"}  # both parallel chapters were stamped, the failure was not
+    with pytest.raises(book.BookError, match="at least one"):
+        book.build(root, html=False, out=tmp_path / "_build", jobs=0)
+
+
+def test_default_jobs_reads_the_environment(monkeypatch):
+    monkeypatch.setenv("METACOG_BOOK_JOBS", "3")
+    assert book.default_jobs() == 3
+    monkeypatch.setenv("METACOG_BOOK_JOBS", "two")
+    with pytest.raises(book.BookError, match="METACOG_BOOK_JOBS"):
+        book.default_jobs()
+    monkeypatch.delenv("METACOG_BOOK_JOBS")
+    assert 1 <= book.default_jobs() <= 4
