@@ -1,5 +1,7 @@
 """What the book's non-hypothesis pages compute, each module named after its notebook.
 
+- :mod:`~metacog.pages.data` (``notebooks/data.md``): the data chapter's counts and estimates,
+  each with its interval and n;
 - :mod:`~metacog.pages.audit` (``notebooks/audit.md``): answers under the policies C0/C1/C2;
 - :mod:`~metacog.pages.benchmark` (``notebooks/benchmark.md``, one page per recorded run);
 - :mod:`~metacog.pages.lab` (``notebooks/lab.md``): the fifteen-minute lab;
