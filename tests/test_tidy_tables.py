@@ -36,6 +36,17 @@ def test_agreement_flags_unanimous_items():
     assert a.loc["x", "unanimous_value"] == 0
 
 
+def test_unanimity_by_all_has_one_all_row():
+    rows = [(m, str(i), "p", 1, c, "ok", .5) for i, c in enumerate([1, 0, 1]) for m in ("a", "b")]
+    rows += [("b", "3", "p", 1, 1, "ok", .5), ("a", "3", "p", 1, 0, "ok", .5)]
+    df = frame(rows).assign(domain=["d1"] * 6 + ["d2"] * 2)
+    u = tables.unanimity(df, by="all")
+    assert list(u.index) == ["all"] and u.loc["all", "items"] == 4
+    assert u.loc["all", "unanimous"] == pytest.approx(0.75) and u.loc["all", "all_correct"] == pytest.approx(0.5)
+    per = tables.unanimity(df, by="domain")
+    assert list(per.index) == ["d1", "d2", "all"] and per.loc["d2", "unanimous"] == 0.0
+
+
 def test_conformance_flags_models_that_do_not_follow_the_format():
     rows = [("good", str(i), "prospective", 1, 1, "ok", .7) for i in range(10)]
     rows += [("bad", str(i), "prospective", np.nan, 1, "ok" if i < 5 else "unparseable", np.nan) for i in range(10)]

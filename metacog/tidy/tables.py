@@ -172,7 +172,8 @@ def unanimity(df: pd.DataFrame, *, by: str = "domain", value: str = "correct",
     a = agreement(m)
     a[by] = groups.reindex(a.index)
     rows = []
-    for name, part in list(a.groupby(by, observed=True)) + [("all", a)]:
+    groups_and_all = [] if by == "all" else list(a.groupby(by, observed=True))
+    for name, part in groups_and_all + [("all", a)]:
         rows.append({by: name, "items": len(part),
                      "all_correct" if value == "correct" else "all_one": float((part["unanimous_value"] == 1).mean()),
                      "all_wrong" if value == "correct" else "all_zero": float((part["unanimous_value"] == 0).mean()),
