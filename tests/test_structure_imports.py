@@ -32,7 +32,7 @@ LAYERS = (
     ("metacog.elicit",),  # asking models, the local panel, recording runs
     ("metacog.probe", "metacog.power"),
     ("metacog.hypotheses",),  # one module per hypothesis chapter, verdicts
-    ("metacog.pages",),  # the other pages: audit, benchmark, lab, hygiene
+    ("metacog.pages",),  # the other pages: data, audit, benchmark, lab; hygiene
     ("metacog.book", "metacog.chapter", "metacog.cli"),  # entry points
 )
 
