@@ -48,3 +48,24 @@ def test_sweep_spread_is_zero_for_a_linear_response_and_grows_otherwise():
     bent = _study(nonlinear=5.0).sweep_spread()
     lo, hi = min(study.SWEEP_SIGMAS), max(study.SWEEP_SIGMAS)
     assert bent == pytest.approx((1 + 5 * hi) / (1 + 5 * lo) - 1)
+
+
+def test_sweep_linearity_carries_an_interval_over_prompts_and_its_n():
+    flat = _study().sweep_linearity(n_boot=300).iloc[0]
+    assert flat.prompts == 12 and flat.sigmas == len(study.SWEEP_SIGMAS)
+    assert flat.estimate == pytest.approx(0.0, abs=1e-12) and flat.ci_high == pytest.approx(0.0, abs=1e-9)
+    s = _study(nonlinear=5.0, seed=3)
+    bent = s.sweep_linearity(n_boot=300).iloc[0]
+    assert bent.estimate == pytest.approx(s.sweep_spread())  # same statistic as before
+    assert bent.ci_low <= bent.estimate <= bent.ci_high
+    one = study.Study(groups=s.groups, probe=s.probe, sweep=s.sweep[s.sweep["prompt_id"] == "i0"])
+    r = one.sweep_linearity().iloc[0]
+    assert r.prompts == 1 and np.isnan(r.ci_low) and not np.isnan(r.estimate)
+
+
+def test_sweep_sentence_names_each_model_interval_and_count():
+    from metacog.hypotheses import miscalibration as hm
+
+    text = hm.sweep_sentence({"local/smollm2-135m": _study(nonlinear=5.0)}, n_boot=200)
+    assert "95% CI" in text and "12 prompts" in text and "4 noise levels" in text
+    assert hm.sweep_sentence({}) == "n/a (no model probed)"

@@ -33,7 +33,7 @@ from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, d
 
 from metacog.hypotheses.miscalibration_hidden import (  # noqa: F401  (the chapter's one namespace)
     EQUIVALENCE_MARGIN, MIN_GROUP_ITEMS, damping, display_hidden, equivalent, hidden_table,
-    hidden_verdicts, probe_chance_sentence, probe_studies)
+    hidden_verdicts, probe_chance_sentence, probe_studies, sweep_sentence)
 
 #: Abstaining on an item costs (0.5 - y)^2 = 0.25 whatever the label.
 ABSTAIN_LOSS = 0.25

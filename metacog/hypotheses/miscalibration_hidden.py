@@ -58,6 +58,21 @@ def hidden_table(studies: dict, *, n_boot: int = 2000, seed: int = 0) -> pd.Data
     return pd.DataFrame(rows)
 
 
+def sweep_sentence(studies: dict, *, n_boot: int = 2000, seed: int = 0) -> str:
+    """How far displacement per unit of noise varies across the sigma sweep, per probed model,
+    with its bootstrap interval over the swept prompts and their number."""
+    from metacog.tidy.report import fmt_ci, fmt_count
+
+    if not studies:
+        return "n/a (no model probed)"
+    parts = []
+    for m, st in studies.items():
+        r = st.sweep_linearity(n_boot=n_boot, seed=seed).iloc[0]
+        parts.append(f"{fmt_ci(r.estimate, r.ci_low, r.ci_high, digits=1, pct=True)} for {short(m)} "
+                     f"({fmt_count(r.prompts, 'prompt')} at {fmt_count(r.sigmas, 'noise level')})")
+    return fmt_list(parts)
+
+
 def probe_chance_sentence(gate_table: pd.DataFrame | None, models) -> str:
     """One sentence on whether the probed models answer above chance (and what follows)."""
     if gate_table is None or not len(models):

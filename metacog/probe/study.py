@@ -127,6 +127,35 @@ class Study:
         ratio = (sw["displacement"] / sw["sigma"]).groupby(sw["sigma"]).mean()
         return float(ratio.max() / ratio.min() - 1)
 
+    def sweep_linearity(self, *, n_boot: int = 2000, ci: float = 0.95, seed: int = 0) -> pd.DataFrame:
+        """:meth:`sweep_spread` with a percentile bootstrap over the swept prompts, and its n.
+
+        One row: estimate, ci_low, ci_high, prompts, sigmas. Each prompt has every sigma and
+        the same layers, so the per-sigma mean over (prompt, layer) is the mean over prompts
+        of the per-prompt means, and resampling prompts resamples whole rows of that table.
+        With one prompt there is no interval (NaN).
+        """
+        from metacog.stats.intervals import bootstrap_items
+
+        sw = self.sweep[self.sweep["layer"] >= 1]
+        per = (sw["displacement"] / sw["sigma"]).groupby([sw["prompt_id"], sw["sigma"]]).mean().unstack()
+        per = per.dropna()
+        if per.shape[1] < 2 or per.empty:
+            return pd.DataFrame([{"estimate": np.nan, "ci_low": np.nan, "ci_high": np.nan,
+                                  "prompts": len(per), "sigmas": per.shape[1]}])
+
+        def spread(stack):
+            m = stack.mean(axis=-2)
+            return m.max(axis=-1) / m.min(axis=-1) - 1
+
+        est = float(spread(per.to_numpy()[None])[0])
+        lo = hi = np.nan
+        if len(per) >= 2:
+            b = bootstrap_items(spread, per, n_boot=n_boot, ci=ci, seed=seed)
+            lo, hi = float(b.ci_low[0]), float(b.ci_high[0])
+        return pd.DataFrame([{"estimate": est, "ci_low": lo, "ci_high": hi, "prompts": len(per),
+                              "sigmas": per.shape[1]}])
+
 
 def select_items(responses: pd.DataFrame, model: str, n_per_group: int = 8, seed: int = 0,
                  threshold: float = HIGH_CONFIDENCE) -> pd.DataFrame:
