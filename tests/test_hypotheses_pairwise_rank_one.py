@@ -8,6 +8,7 @@ from metacog import stats
 
 from metacog.power import simulate
 from metacog.hypotheses import pairwise as hp
+from metacog.hypotheses import pairwise_third_person as tp
 from metacog.hypotheses import rank_one as hr
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
 
@@ -123,16 +124,35 @@ def test_fisher_interval():
     assert np.isnan(hr.fisher_ci(0.5, 3)[0])
 
 
-def test_third_person_baseline_rewards_private_knowledge():
+def _third_person_table():
+    """Six models with private self-knowledge; their third-person judgments carry the
+    difficulty signal only (every model's majority view, 5% flipped)."""
     C, Y = _pop(2.0, seed=6, n_models=6, n_items=300)
     rng = np.random.default_rng(0)
     other = C.copy()
-    # third-person judgments: the difficulty signal only (every model's majority view)
     other[:] = np.repeat((C.mean(axis=1) > 0.5).to_numpy()[:, None], C.shape[1], axis=1).astype(float)
     other = other.where(rng.random(other.shape) > 0.05, 1 - other)
-    t = hp.third_person_baseline(C, Y, other, n_boot=50)
+    return C, tp.third_person_baseline(C, Y, other, n_boot=50)
+
+
+def test_third_person_baseline_rewards_private_knowledge():
+    _, t = _third_person_table()
     mean = t.set_index("model").loc["mean over models"]
     assert mean["difference"] > 0 and mean["ci_low"] > 0
+
+
+def test_third_person_verdict_and_page_table():
+    C, t = _third_person_table()
+    t = t.assign(panel="sim")
+    (v,) = tp.third_person_verdicts(t)
+    assert v.status == SUPPORTED and v.n == {"models": 6, "items": 300}
+    # too few models for a claim: the same numbers read "insufficient evidence"
+    few = t[t["model"].isin(list(C.columns[:3]) + ["mean over models"])]
+    assert tp.third_person_verdicts(few)[0].status == INSUFFICIENT
+    page = tp.display_third_person(t)
+    assert len(page) == 7 and "(" in page["difference (95% CI)"].iloc[-1]
+    assert "(" not in page["difference (95% CI)"].iloc[0]
+    assert tp.display_third_person(t.iloc[:0])["result"].iloc[0].startswith("No source")
 
 
 def _example_file(tmp_path, kappa, n_models=11):
