@@ -194,3 +194,20 @@ def test_registry_fields_are_well_formed():
         assert ds.package or len(ds.commit) == 40, name
         assert ds.licence and not ds.licence.startswith(("benchmarks/", "evaluation/")), name
         assert ds.rebuild_note or not ds.rebuilt, name
+
+
+def test_battery_table_is_cached_and_rebuilt_when_a_file_is_added(mirror, monkeypatch, tmp_path):
+    """The parsed table is kept as parquet; an added CSV changes the key, so it is read (here it
+    is refused for its unknown model spelling) instead of the stale table being returned."""
+    monkeypatch.setenv("METACOG_CACHE_DIR", str(tmp_path / "cache"))
+    dst = tmp_path / "battery"
+    shutil.copytree(mirror / "multimodel/battery", dst)
+    first = data.load("battery", path=dst)
+    cached = list((tmp_path / "cache" / "tidy").glob("battery-*.parquet"))
+    assert len(cached) == 1
+    again = data.load("battery", path=dst)
+    pd.testing.assert_frame_equal(first, again)
+    one = sorted((dst / "data/csvs/Executive").glob("*.csv"))[0]
+    shutil.copy(one, one.with_name("Mystery Model 9 exec.csv"))
+    with pytest.raises(data.DataFileError, match="Mystery Model 9"):
+        data.load("battery", path=dst)

@@ -8,12 +8,15 @@ one tidy row: KEEP/BET/ANSWER_DIRECTLY -> confidence 1, the others -> 0.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+from pathlib import Path
 
 import pandas as pd
 
 from metacog.tidy import schema
+from metacog.data import tidycache
 from metacog.data.files import DataFileError, read_csv
 from metacog.data.fetch import check_sizes, locate
 from metacog.data.registry import DATASETS
@@ -68,45 +71,67 @@ def canonical_model(filename: str) -> str:
     return SPELLINGS[key]
 
 
-def load_battery(path: str | os.PathLike | None = None) -> pd.DataFrame:
-    root = locate("battery", path=path)
+#: Bump when the table :func:`load_battery` builds changes, so cached copies are rebuilt.
+LOADER_VERSION = "battery-1"
+
+
+def _csv_files(root: Path) -> list[tuple[str, Path]]:
+    """(track, file) for every track CSV under ``root``, in a fixed order."""
     folder = root / "data" / "csvs"
+    return [(track, f) for track_dir, track in TRACKS.items()
+            for f in sorted((folder / track_dir).glob("*.csv"))]
+
+
+def load_battery(path: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The tidy Battery table: one row per model x item x judgment (see the module doc).
+
+    Cached as parquet in the user cache (the first load parses ~150 CSV files); the key
+    covers the pinned sha256, size and modification time of every file and the names of the
+    CSVs found, so an edited or added file rebuilds it.
+    """
+    root = locate("battery", path=path)
+    found = "|".join(sorted(str(f.relative_to(root)) for _, f in _csv_files(root)))
+    version = LOADER_VERSION + ":" + hashlib.sha256(found.encode()).hexdigest()[:16]
+    key = tidycache.cache_key(("battery",), (root,), version)
+    return tidycache.cached("battery", key, lambda: _build(root))
+
+
+def _build(root: Path) -> pd.DataFrame:
     frames = []
-    for track_dir, track in TRACKS.items():
-        for f in sorted((folder / track_dir).glob("*.csv")):
-            model = canonical_model(f.name)
-            prospective = track == "t6_prospective"
-            id_col, ok_col = ("item_id", "is_correct") if prospective else ("item", "correct")
-            raw = read_csv(f, required=(id_col, ok_col, "keep_withdraw", "bet_nobet"),
-                           notnull=(id_col, ok_col))
-            correct = raw[ok_col].map({"True": 1.0, "False": 0.0})
-            if correct.isna().any():
-                i = int(correct.isna().to_numpy().nonzero()[0][0])
-                raise DataFileError(f"{f}: data row {i + 1}: {ok_col} {raw[ok_col].iloc[i]!r} "
-                                    f"is not True/False.")
-            domain = raw["domain"] if "domain" in raw else pd.Series(pd.NA, index=raw.index)
-            for probe, codes in JUDGMENTS.items():
-                if probe not in raw:
-                    continue
-                values = raw[probe].str.strip()
-                conf = values.map(codes)
-                frames.append(pd.DataFrame({
-                    "model": model,
-                    "item_id": track + ":" + raw[id_col].astype(str),
-                    "benchmark": "battery",
-                    "probe": probe,
-                    "sample": 0,
-                    "domain": domain,
-                    "subject": track,
-                    "decision": values,
-                    "confidence": conf,
-                    "correct": correct,
-                    "parse_status": conf.notna().map({True: "ok", False: "unparseable"}),
-                    "raw_text": raw[probe],
-                    "backend": "log:battery",
-                    "backend_version": DATASETS["battery"].commit[:12],
-                    "track": track,
-                }))
+    for track, f in _csv_files(root):
+        model = canonical_model(f.name)
+        prospective = track == "t6_prospective"
+        id_col, ok_col = ("item_id", "is_correct") if prospective else ("item", "correct")
+        raw = read_csv(f, required=(id_col, ok_col, "keep_withdraw", "bet_nobet"),
+                       notnull=(id_col, ok_col))
+        correct = raw[ok_col].map({"True": 1.0, "False": 0.0})
+        if correct.isna().any():
+            i = int(correct.isna().to_numpy().nonzero()[0][0])
+            raise DataFileError(f"{f}: data row {i + 1}: {ok_col} {raw[ok_col].iloc[i]!r} "
+                                f"is not True/False.")
+        domain = raw["domain"] if "domain" in raw else pd.Series(pd.NA, index=raw.index)
+        for probe, codes in JUDGMENTS.items():
+            if probe not in raw:
+                continue
+            values = raw[probe].str.strip()
+            conf = values.map(codes)
+            frames.append(pd.DataFrame({
+                "model": model,
+                "item_id": track + ":" + raw[id_col].astype(str),
+                "benchmark": "battery",
+                "probe": probe,
+                "sample": 0,
+                "domain": domain,
+                "subject": track,
+                "decision": values,
+                "confidence": conf,
+                "correct": correct,
+                "parse_status": conf.notna().map({True: "ok", False: "unparseable"}),
+                "raw_text": raw[probe],
+                "backend": "log:battery",
+                "backend_version": DATASETS["battery"].commit[:12],
+                "track": track,
+            }))
     check_sizes("battery", root)
     out = pd.concat(frames, ignore_index=True)
     dup = out.duplicated(["model", "item_id", "probe"])
@@ -114,4 +139,4 @@ def load_battery(path: str | os.PathLike | None = None) -> pd.DataFrame:
         r = out[dup.to_numpy()].iloc[0]
         raise DataFileError(f"battery: model {r['model']} item {r['item_id']} probe {r['probe']} "
                             f"appears twice; two files map to the same model and track.")
-    return schema.conform(out, source="battery")
+    return tidycache.categorize(schema.conform(out, source="battery"))

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from metacog.hypotheses import reasoning_text_probe
+from metacog.memo import memo
 from metacog.hypotheses.common import short_model
 from metacog.tidy.report import fmt_ci, fmt_list, pretty
 from metacog.stats.intervals import auroc_ci
@@ -124,7 +125,9 @@ def analyse(sources, *, answer: bool = False, min_conformance: float = 0.8, cv: 
             res["skipped"][src] = "no model follows the format and answers above chance"
             continue
         try:
-            t, coef = compare(use, text="raw_text" if answer else "reasoning_text", cv=cv, C=C, seed=seed, n_boot=n_boot)
+            # remembered on disk while the rows, settings and code are unchanged
+            t, coef = memo(compare, use, text="raw_text" if answer else "reasoning_text", cv=cv, C=C,
+                           seed=seed, n_boot=n_boot)
         except ValueError as err:
             res["skipped"][src] = f"too few correct or wrong texts to cross-validate ({err})"
             continue

@@ -273,13 +273,15 @@ def calibration_dropped(summary: pd.DataFrame) -> list[str]:
 
 def models_without(df: pd.DataFrame, probe: str) -> list[str]:
     """Models of a tidy log that have no row of ``probe``, sorted."""
-    return sorted(set(df["model"].astype(str)) - set(df.loc[df["probe"] == probe, "model"].astype(str)))
+    # unique() before str: a log has millions of rows but few models
+    has = df.loc[df["probe"] == probe, "model"].unique()
+    return sorted({str(m) for m in df["model"].unique()} - {str(m) for m in has})
 
 
 def models_with_values(df: pd.DataFrame, probe: str, column: str) -> list[str]:
     """Models of a tidy log with at least one non-missing ``column`` on ``probe``, sorted."""
     rows = df[(df["probe"] == probe) & df[column].notna()]
-    return sorted(set(rows["model"].astype(str)))
+    return sorted({str(m) for m in rows["model"].unique()})
 
 
 def _category_sizes(cal: pd.DataFrame) -> pd.Series:
