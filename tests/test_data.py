@@ -211,3 +211,18 @@ def test_battery_table_is_cached_and_rebuilt_when_a_file_is_added(mirror, monkey
     shutil.copy(one, one.with_name("Mystery Model 9 exec.csv"))
     with pytest.raises(data.DataFileError, match="Mystery Model 9"):
         data.load("battery", path=dst)
+
+
+def test_cached_table_keeps_its_plain_notes(monkeypatch, tmp_path):
+    """A table read back from the parquet cache carries the same attrs (counts such as Atlas's
+    duplicates_dropped) as the one built; values JSON cannot keep as they are are left out."""
+    from metacog.data import tidycache
+
+    monkeypatch.setenv("METACOG_CACHE_DIR", str(tmp_path))
+    built = pd.DataFrame({"model": ["a", "b"], "confidence": [0.2, 0.9]})
+    built.attrs.update(duplicates_dropped=3, note="x", table=pd.DataFrame())
+    first = tidycache.cached("demo", "k" * 20, lambda: built)
+    again = tidycache.cached("demo", "k" * 20, lambda: pytest.fail("built twice"))
+    assert first is built
+    assert again.attrs == {"duplicates_dropped": 3, "note": "x"}
+    pd.testing.assert_frame_equal(again, built, check_dtype=False)

@@ -194,3 +194,15 @@ def test_schema_conform_refuses_partial_credit_and_names_bad_casts():
         schema.conform(pd.DataFrame({**base, "confidence": [.5, "x"], "correct": [1, 0]}))
     ok = schema.conform(pd.DataFrame({**base, "correct": [True, False]}))
     assert ok["correct"].tolist() == [1.0, 0.0]
+
+
+def test_probe_match_is_the_same_for_categorical_and_text_columns():
+    from metacog.data.responses import _equals
+
+    values = ["a", None, "b", "a", "ab", None]
+    text = pd.Series(values, dtype="object")
+    cat = pd.Series(values, dtype="category")
+    expected = [True, False, False, True, False, False]
+    assert _equals(text, "a").tolist() == expected
+    assert _equals(cat, "a").tolist() == expected
+    assert not _equals(cat, "zz").any()

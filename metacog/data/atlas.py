@@ -8,10 +8,12 @@ answered, then rated its confidence: a retrospective judgment).
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pandas as pd
 
 from metacog.tidy import schema
+from metacog.data import tidycache
 from metacog.data.files import DataFileError, read_csv
 from metacog.data.fetch import check_sizes, locate
 from metacog.data.registry import DATASETS
@@ -25,8 +27,20 @@ def canonical_model(raw: str) -> str:
     return raw.split("@", 1)[0]
 
 
+#: Bump when the table :func:`load_atlas` builds changes, so cached copies are rebuilt.
+LOADER_VERSION = "atlas-1"
+
+
 def load_atlas(path: str | os.PathLike | None = None) -> pd.DataFrame:
+    """The tidy Atlas table (see the module doc); ``attrs['duplicates_dropped']`` counts the
+    overlapping rows dropped. Cached as parquet in the user cache; the key covers the pinned
+    sha256, size and modification time of every file and the names of the CSVs found."""
     folder = locate("atlas", path=path)
+    key = tidycache.cache_key(("atlas",), (folder,), LOADER_VERSION + ":" + tidycache.listing(folder, "raw/*.csv"))
+    return tidycache.cached("atlas", key, lambda: _build(folder))
+
+
+def _build(folder: Path) -> pd.DataFrame:
     frames = []
     for f in sorted((folder / "raw").glob("*.csv")):
         frames.append(read_csv(f, required=COLUMNS, notnull=("item_id", "model", "is_correct")))
@@ -63,5 +77,6 @@ def load_atlas(path: str | os.PathLike | None = None) -> pd.DataFrame:
         "correct_answer": raw["correct_answer"],
     })
     check_sizes("atlas", folder)
+    out = tidycache.categorize(schema.conform(out.reset_index(drop=True), source="atlas"))
     out.attrs["duplicates_dropped"] = before - len(out)
-    return schema.conform(out.reset_index(drop=True), source="atlas")
+    return out

@@ -8,7 +8,6 @@ one tidy row: KEEP/BET/ANSWER_DIRECTLY -> confidence 1, the others -> 0.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from pathlib import Path
@@ -90,8 +89,7 @@ def load_battery(path: str | os.PathLike | None = None) -> pd.DataFrame:
     CSVs found, so an edited or added file rebuilds it.
     """
     root = locate("battery", path=path)
-    found = "|".join(sorted(str(f.relative_to(root)) for _, f in _csv_files(root)))
-    version = LOADER_VERSION + ":" + hashlib.sha256(found.encode()).hexdigest()[:16]
+    version = LOADER_VERSION + ":" + tidycache.listing(root, "data/csvs/*/*.csv")
     key = tidycache.cache_key(("battery",), (root,), version)
     return tidycache.cached("battery", key, lambda: _build(root))
 

@@ -199,13 +199,23 @@ def _rename(df: pd.DataFrame, columns: dict | None, where: _Where) -> pd.DataFra
     return df.rename(columns=columns)
 
 
+def _equals(col: pd.Series, value: str) -> np.ndarray:
+    """Rows of ``col`` whose text equals ``value`` (missing: False). A categorical column (the
+    large public logs) is compared through its categories, not row by row."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = col.cat.codes.to_numpy()
+        match = np.append(np.asarray(col.cat.categories.astype(str) == value), False)
+        return match[np.where(codes < 0, len(match) - 1, codes)]
+    return (col.astype("string") == value).fillna(False).to_numpy()
+
+
 def _fill_and_narrow(df, where, probe, benchmark, suffix_probe):
     for col, value in (("probe", probe), ("benchmark", benchmark)):
         if value is not None and col not in df.columns:
             df = df.assign(**{col: value})
     wanted = suffix_probe or probe
     if wanted is not None and "probe" in df.columns:
-        keep = (df["probe"].astype("string") == wanted).fillna(False).to_numpy()
+        keep = _equals(df["probe"], wanted)
         if not keep.any():
             raise ResponseError(f"{where.name}: no rows with probe {wanted!r}; its probes are "
                                 f"{sorted(df['probe'].dropna().astype(str).unique())}.")

@@ -66,9 +66,12 @@ def _write(df: pd.DataFrame, target: str) -> None:
                              else "category"]
         else:
             keep.append(col)
-    table = pa.Table.from_pandas(df[keep], preserve_index=False)
+    part = df[keep]
+    part.attrs = {}  # the notes go in our own metadata (pyarrow warns on ones JSON cannot hold)
+    table = pa.Table.from_pandas(part, preserve_index=False)
     meta = dict(table.schema.metadata or {})
-    meta[_SPEC] = json.dumps({"order": list(df.columns), "constant": constant}).encode()
+    meta[_SPEC] = json.dumps({"order": list(df.columns), "constant": constant,
+                              "attrs": _plain_attrs(df.attrs)}).encode()
     pq.write_table(table.replace_schema_metadata(meta), target)
 
 
@@ -85,7 +88,23 @@ def _read(path: Path) -> pd.DataFrame:
             df[col] = pd.Categorical.from_codes(np.full(n, 0 if cats else -1, dtype=np.int8), cats)
         else:
             df[col] = pd.Series(value, index=df.index, dtype=dtype)
-    return df[spec["order"]]
+    df = df[spec["order"]]
+    df.attrs.update(spec.get("attrs", {}))
+    return df
+
+
+def _plain_attrs(attrs: dict) -> dict:
+    """The entries of ``DataFrame.attrs`` that JSON keeps as they are (numbers, strings,
+    booleans, None), so a cached table carries the same notes as a built one."""
+    return {k: v for k, v in attrs.items()
+            if isinstance(k, str) and (v is None or isinstance(v, (str, int, float, bool)))}
+
+
+def listing(folder: Path, pattern: str) -> str:
+    """A short hash of the names of the files under ``folder`` matching ``pattern``, for keys
+    of loaders that read every file they find (an added file then changes the key)."""
+    names = sorted(str(f.relative_to(folder)) for f in Path(folder).glob(pattern))
+    return hashlib.sha256("|".join(names).encode()).hexdigest()[:16]
 
 
 def cache_key(names: tuple[str, ...], folders: tuple[Path, ...], version: str) -> str:
