@@ -178,15 +178,20 @@ def execute_chapter(chapter: Chapter, out_dir: Path, root: Path | None = None) -
     import jupytext
     import papermill
 
-    root = book_root(root)
+    root = book_root(root).resolve()
     nb = _read_notebook(root / chapter.source)
+    out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     staged = out_dir / f".{chapter.page}.source.ipynb"
     jupytext.write(nb, staged, fmt="ipynb")
     target = out_dir / f"{chapter.page}.ipynb"
     try:
+        # The kernel starts in ``root`` through nbclient's resources, not papermill's ``cwd=``:
+        # that changes the whole process's directory, which chapters executing at once in
+        # threads would race on (a build could leave its caller in another folder).
         papermill.execute_notebook(
-            str(staged), str(target), parameters=chapter.parameters, cwd=str(root),
+            str(staged), str(target), parameters=chapter.parameters,
+            resources={"metadata": {"path": str(root)}},
             kernel_name="python3", progress_bar=False, log_output=False,
         )
     except Exception as exc:

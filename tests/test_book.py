@@ -202,6 +202,23 @@ def test_chapters_run_at_once_with_jobs_and_failures_still_name_the_chapter(tmp_
         book.build(root, html=False, out=tmp_path / "_build", jobs=0)
 
 
+def test_chapters_run_in_the_book_folder_and_leave_the_callers_folder_alone(tmp_path, monkeypatch):
+    """Each kernel starts in the book's folder, and building several chapters at once never moves
+    the calling process to another folder (papermill's cwd= would, racing between threads)."""
+    here = tmp_path / "caller"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    body = "import os, pathlib\nassert pathlib.Path.cwd() == pathlib.Path({root!r}), os.getcwd()"
+    pages = [f"p{i}" for i in range(4)]
+    root = make_root(tmp_path, [
+        {"page": p, "source": f"notebooks/{p}.md", "parameters": "s"} for p in pages],
+        {"s": {}}, {p: (f"Page {p}", body.format(root=str(tmp_path.resolve()))) for p in pages})
+    for _ in range(3):  # a race shows only now and then
+        book.build(root, html=False, out=tmp_path / "_build", jobs=2, reuse=False)
+        assert Path.cwd() == here.resolve()
+    assert all((tmp_path / f"_build/src/notebooks/{p}.ipynb").exists() for p in pages)
+
+
 def test_default_jobs_reads_the_environment(monkeypatch):
     monkeypatch.setenv("METACOG_BOOK_JOBS", "3")
     assert book.default_jobs() == 3
