@@ -174,38 +174,68 @@ def page_title(source: Path) -> str:
 
 def execute_chapter(chapter: Chapter, out_dir: Path, root: Path | None = None) -> Path:
     """Execute one chapter with papermill into ``out_dir/<page>.ipynb`` (working directory:
-    ``root``, default :func:`book_root`); returns that path."""
+    ``root``, default :func:`book_root`); returns that path.
+
+    papermill runs in a child process of its own. In-process it changes the process's
+    working directory around every read and write of a notebook and keeps the folder it
+    last saw in a module-wide handler, so chapters executed at once in threads could leave
+    the caller, or a later build, in another chapter's folder. A child process shares
+    none of that with the caller or with the other chapters."""
     import jupytext
-    import papermill
 
     root = book_root(root).resolve()
     nb = _read_notebook(root / chapter.source)
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     staged = out_dir / f".{chapter.page}.source.ipynb"
+    params = out_dir / f".{chapter.page}.parameters.txt"
     jupytext.write(nb, staged, fmt="ipynb")
+    params.write_text(repr(chapter.parameters))
     target = out_dir / f"{chapter.page}.ipynb"
+    cmd = [sys.executable, "-m", "metacog.book", str(staged), str(target), str(params), str(root)]
     try:
-        # The kernel starts in ``root`` through nbclient's resources, not papermill's ``cwd=``:
-        # that changes the whole process's directory, which chapters executing at once in
-        # threads would race on (a build could leave its caller in another folder).
+        proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    finally:
+        staged.unlink(missing_ok=True)
+        params.unlink(missing_ok=True)
+    if proc.returncode != 0:
+        detail = _child_failure(proc)
+        raise BookError(f"chapter {chapter.page!r} ({chapter.source}) failed in {detail}")
+    _finish(target, chapter.title, chapter.page)
+    return target
+
+
+#: The line a child execution prints before its failure's description.
+_FAILURE_MARK = "metacog-book-chapter-failure:"
+
+
+def _child_failure(proc: subprocess.CompletedProcess) -> str:
+    """What went wrong in a child execution, from the line it printed (or its stderr)."""
+    out = proc.stdout or ""
+    if _FAILURE_MARK in out:
+        return json.loads(out.rsplit(_FAILURE_MARK, 1)[1].strip().splitlines()[0])
+    return f"the executing process (exit {proc.returncode}): {_first_lines(proc.stderr or out, 12)}"
+
+
+def _execute_here(staged: str, target: str, params: str, root: str) -> int:
+    """The child process of :func:`execute_chapter`: run papermill with the kernel in ``root``.
+    On failure print one marked JSON line describing it and return 1."""
+    import papermill
+
+    try:
         papermill.execute_notebook(
-            str(staged), str(target), parameters=chapter.parameters,
-            resources={"metadata": {"path": str(root)}},
-            kernel_name="python3", progress_bar=False, log_output=False,
-        )
-    except Exception as exc:
+            staged, target, parameters=ast.literal_eval(Path(params).read_text()), cwd=root,
+            kernel_name="python3", progress_bar=False, log_output=False)
+    except Exception as exc:  # papermill raises many types; describe it for the parent
         if hasattr(exc, "ename"):  # papermill's PapermillExecutionError
             frames = _strip_ansi("\n".join(getattr(exc, "traceback", []) or []))
             detail = (f"code cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
                       f"{_first_lines(frames, 12)}")
         else:
             detail = f"{type(exc).__name__}: {_first_lines(str(exc))}"
-        raise BookError(f"chapter {chapter.page!r} ({chapter.source}) failed in {detail}") from None
-    finally:
-        staged.unlink(missing_ok=True)
-    _finish(target, chapter.title, chapter.page)
-    return target
+        print(_FAILURE_MARK, json.dumps(detail), flush=True)
+        return 1
+    return 0
 
 
 #: An exercise label in a chapter source: '<prefix>-ex-<n>'.
@@ -396,3 +426,7 @@ def render(src: Path, out: Path) -> Path:
     if not index.exists():
         raise BookError(f"jupyter-book reported success but {index} is missing; see {log}.")
     return index
+
+
+if __name__ == "__main__":  # the child process of execute_chapter
+    sys.exit(_execute_here(*sys.argv[1:5]))

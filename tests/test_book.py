@@ -202,21 +202,58 @@ def test_chapters_run_at_once_with_jobs_and_failures_still_name_the_chapter(tmp_
         book.build(root, html=False, out=tmp_path / "_build", jobs=0)
 
 
-def test_chapters_run_in_the_book_folder_and_leave_the_callers_folder_alone(tmp_path, monkeypatch):
-    """Each kernel starts in the book's folder, and building several chapters at once never moves
-    the calling process to another folder (papermill's cwd= would, racing between threads)."""
-    here = tmp_path / "caller"
-    here.mkdir()
-    monkeypatch.chdir(here)
-    body = "import os, pathlib\nassert pathlib.Path.cwd() == pathlib.Path({root!r}), os.getcwd()"
+def _cwd_book(tmp_path, name, pages):
+    """A book whose every chapter asserts that its kernel runs in the book's folder."""
+    root = tmp_path / name
+    root.mkdir()
+    check = f"import os, pathlib\nassert pathlib.Path.cwd() == pathlib.Path({str(root.resolve())!r}), os.getcwd()"
+    # Several cells: papermill saves the notebook around every cell, which is where it chdir()ed.
+    body = check + "".join(f"\n```\n\n```{{code-cell}} ipython3\nprint('x' * 10_000)" for i in range(8))
+    return make_root(root, [{"page": p, "source": f"notebooks/{p}.md", "parameters": "s"} for p in pages],
+                     {"s": {}}, {p: (f"Page {p}", body) for p in pages})
+
+
+def _papermill_folder():
+    """The folder papermill's module-wide file handler chdir()s into around every notebook read and
+    write in this process (None: it does not), or None when papermill is not loaded here."""
+    import sys
+
+    iorw = sys.modules.get("papermill.iorw")
+    if iorw is None:
+        return None
+    return next(h for scheme, h in iorw.papermill_io._handlers if scheme == "local")._cwd
+
+
+def test_parallel_builds_leave_no_process_wide_state_behind(tmp_path, monkeypatch):
+    """Each kernel starts in its book's folder, and building chapters at once changes nothing
+    process-wide: not the caller's folder, not the environment, and not what a later build from
+    another folder finds. In-process papermill did: it chdir()s around every notebook read and
+    write and kept a stale folder in a module-wide handler, so a later threaded build could
+    leave its caller inside an earlier book (make test once failed that way)."""
+    import os
+
+    import papermill.iorw  # noqa: F401  (loaded here, so the test sees what a build leaves in it)
+
+    monkeypatch.delenv("METACOG_PROJECT_ROOT", raising=False)
     pages = [f"p{i}" for i in range(4)]
-    root = make_root(tmp_path, [
-        {"page": p, "source": f"notebooks/{p}.md", "parameters": "s"} for p in pages],
-        {"s": {}}, {p: (f"Page {p}", body.format(root=str(tmp_path.resolve()))) for p in pages})
-    for _ in range(3):  # a race shows only now and then
-        book.build(root, html=False, out=tmp_path / "_build", jobs=2, reuse=False)
-        assert Path.cwd() == here.resolve()
-    assert all((tmp_path / f"_build/src/notebooks/{p}.ipynb").exists() for p in pages)
+    first, second = _cwd_book(tmp_path, "first", pages), _cwd_book(tmp_path, "second", pages)
+    callers = [tmp_path / "first" / "caller", tmp_path / "elsewhere"]
+    for c in callers:
+        c.mkdir()
+    environ = dict(os.environ)
+    for round_ in range(3):  # a race shows only now and then
+        for root, caller in ((first, callers[0]), (second, callers[1])):
+            monkeypatch.chdir(caller)
+            book.build(root, html=False, out=root / "_build", jobs=2, reuse=False)
+            assert Path.cwd() == caller.resolve(), f"round {round_}: the build moved its caller"
+            assert dict(os.environ) == environ, f"round {round_}: the build changed the environment"
+            assert _papermill_folder() is None, f"round {round_}: papermill was left a folder to chdir into"
+    monkeypatch.chdir(callers[1])
+    from metacog import settings
+
+    assert settings.project_root() is None  # 'elsewhere' is in no book: nothing left pointing into one
+    for root in (first, second):
+        assert all((root / f"_build/src/notebooks/{p}.ipynb").exists() for p in pages)
 
 
 def test_default_jobs_reads_the_environment(monkeypatch):
