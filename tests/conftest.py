@@ -18,3 +18,16 @@ def mirror() -> Path:
     if not m:
         pytest.skip("no data mirror: set METACOG_DATA_MIRROR to a folder laid out like ../shared/data")
     return Path(m)
+
+
+@pytest.fixture(scope="session")
+def site(mirror) -> Path:
+    """The whole book, built once for the session (chapters unchanged since the last build are
+    reused); the folder holding index.html."""
+    from metacog import book
+
+    return book.build(ROOT).parent
+
+
+# Under METACOG_REQUIRE_ALL=1 (CI) a skipped test fails: see strict_skips.py.
+from strict_skips import pytest_runtest_makereport  # noqa: E402,F401

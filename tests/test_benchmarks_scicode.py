@@ -42,7 +42,6 @@ def test_sandbox_runs_code_in_a_separate_process():
 def test_sandbox_infinite_loop_times_out():
     res = sandbox.run_code("while True:\n    pass\n", timeout=1.5)
     assert res.timed_out and not res.ok
-    assert res.seconds < 10
 
 
 @sealed

@@ -145,7 +145,8 @@ def test_two_runs_on_one_cache_ask_each_call_once(tmp_path):
         assert len(df) == 40 and (df["parse_status"] == "ok").all()
     counts = [df.attrs["counts"] for df in out.values()]
     assert sum(c["done"] for c in counts) == 40
-    assert sum(c["waited"] for c in counts) > 0  # one run took rows the other asked
+    # (whether the second run waited for rows the first was asking depends on scheduling; the
+    # server count above is what proves each call was asked once)
     with Cache(tmp_path / "shared") as c:
         assert c.count() == 40
         assert c._con.execute("SELECT COUNT(*) FROM leases").fetchone()[0] == 0

@@ -8,23 +8,6 @@ from metacog.power.curves import (first_factor_share, minimum_detectable_kappa, 
 from metacog.power.simulate import population
 
 
-def _importable(module):
-    import importlib
-
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
-
-
-needs_factor = pytest.mark.skipif(
-    not (_importable("metacog.stats.tetrachoric") and _importable("metacog.stats.factor")),
-    reason="metacog.stats has no tetrachoric / factor_analysis yet")
-needs_pairwise = pytest.mark.skipif(not _importable("metacog.stats.pairwise"),
-                                    reason="metacog.stats has no pairwise_calibration yet")
-
-
 def test_tau_matrix_is_kendall_tau_b():
     pop = population(4, 300, kappa=0.5, seed=2)
     res = self_other_test(pop.confidence, pop.correct, n_perm=99)
@@ -123,7 +106,6 @@ def test_bad_input(call, match):
         call()
 
 
-@needs_pairwise
 @pytest.mark.parametrize("drop", [False, True, "both"])
 def test_tau_matrix_matches_stats_pairwise_calibration(drop):
     from metacog.stats.pairwise import pairwise_calibration
@@ -141,7 +123,6 @@ def test_tau_matrix_matches_stats_pairwise_calibration(drop):
     assert res.statistic == pytest.approx(self_mean - other_mean, abs=1e-9)
 
 
-@needs_factor
 def test_recovery_of_planted_one_factor_structure():
     # acceptance check: 20 models x 1,000 items, first-factor share within 0.05 of the truth
     for seed in (0, 1):
@@ -152,14 +133,12 @@ def test_recovery_of_planted_one_factor_structure():
     assert abs(r.error) < 0.05, r
 
 
-@needs_factor
 def test_first_factor_share_drops_with_kappa():
     share0, _ = first_factor_share(population(10, 400, kappa=0.0, seed=3).confidence)
     share1, _ = first_factor_share(population(10, 400, kappa=1.5, seed=3).confidence)
     assert share1 < share0 - 0.1
 
 
-@needs_factor
 @pytest.mark.slow
 def test_factor_power_increases_with_kappa():
     from metacog.power.curves import factor_power
@@ -170,7 +149,6 @@ def test_factor_power_increases_with_kappa():
     assert t["power_second_factor"].iloc[:2].max() <= 0.2  # no planted second factor
 
 
-@needs_factor
 @pytest.mark.slow
 def test_minimum_detectable_kappa_factor():
     r = minimum_detectable_kappa(6, 150, test="factor", n_sims=15, tol=0.1, seed=0)
