@@ -173,10 +173,18 @@ def test_recorded_run_and_run_probe():
 
 
 def test_every_recorded_run_still_loads():
+    """Every recorded run loads through the validating loader, whole, with the models and probes
+    runs.yml declares for it (compared with the parquet file itself and the declaration)."""
+    loaded = 0
     for name, run in recorded.runs().items():
         if run.path.exists():
             df = load_responses(name)
-            assert len(df) == len(recorded.load(name)), name
+            raw = pd.read_parquet(run.path)
+            assert len(df) == len(raw), name
+            assert set(df["model"].astype(str)) <= {m.split("/")[-1] for m in run.models} | set(run.models), name
+            assert set(df["probe"].astype(str)) <= set(run.probes), name
+            loaded += 1
+    assert loaded >= 5  # the book replays at least the audit, SQuAD, MMLU-Pro, LegalBench and MATH runs
 
 
 def test_registered_logs_load_and_narrow(mirror):

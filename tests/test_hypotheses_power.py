@@ -128,5 +128,10 @@ def test_power_chapter_runs_on_a_synthetic_source(tmp_path):
                          if c.cell_type == "code" for o in c.get("outputs", [])
                          for kind in ("text/plain", "text/html", "text/markdown"))
     assert "planted · algebra" in outputs  # the panel reached the page's tables
-    assert any(s in outputs for s in ("insufficient evidence", "not supported", "supported"))
+    # kappa = 0.8 is planted: the page's verdict on it is "supported", and nothing weaker
+    decided = "\n".join(str(o.get("data", {}).get("text/plain", "")) for c in cells
+                         if c.cell_type == "code" and "hw.verdicts(results, margin=margin)" in c.source
+                         for o in c.get("outputs", []))
+    assert "planted · algebra" in decided and "supported" in decided
+    assert "not supported" not in decided and "insufficient evidence" not in decided
     assert "Traceback" not in outputs and "NaN" not in outputs
