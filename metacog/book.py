@@ -38,6 +38,11 @@ class ParameterError(BookError, ValueError):
     """A parameter set does not fit a notebook's parameters cell."""
 
 
+class ManifestError(BookError, ValueError):
+    """The manifest cannot be read, or asks for something it does not define (bad input:
+    the command line exits 2)."""
+
+
 def book_root(root: str | Path | None = None) -> Path:
     """``root`` as a path, else the checkout :func:`metacog.settings.project_root` finds
     (``$METACOG_PROJECT_ROOT`` or the nearest folder above the current one holding
@@ -136,25 +141,39 @@ def load_manifest(root: Path | None = None, manifest: str = MANIFEST) -> list[Ch
     root = book_root(root)
     path = root / manifest
     try:
-        spec = yaml.safe_load(path.read_text())
+        spec = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ManifestError(f"{path}: no such manifest.") from None
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"{path}: not UTF-8 text (byte {exc.start}); save it as UTF-8.") from None
     except yaml.YAMLError as exc:
-        raise BookError(f"{path}: not valid YAML ({exc}).") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ManifestError(f"{path}: not valid YAML{where} ({getattr(exc, 'problem', None) or exc}).") from None
+    if not isinstance(spec, dict) or not isinstance(spec.get("chapters"), list) or not spec["chapters"]:
+        raise ManifestError(f"{path}: needs a mapping with a non-empty list 'chapters' (each with page, "
+                            f"source and parameters) and a mapping 'parameter_sets'.")
     sets = spec.get("parameter_sets", {}) or {}
+    if not isinstance(sets, dict) or not all(isinstance(v, dict) or v is None for v in sets.values()):
+        raise ManifestError(f"{path}: 'parameter_sets' must map each set's name to its parameters.")
     chapters, pages = [], set()
-    for n, entry in enumerate(spec.get("chapters", []), 1):
+    for n, entry in enumerate(spec["chapters"], 1):
+        if not isinstance(entry, dict):
+            raise ManifestError(f"{path}: chapter {n} is {entry!r}; each chapter is a mapping with "
+                                f"page, source and parameters.")
         missing = {"page", "source", "parameters"} - set(entry)
         if missing:
-            raise BookError(f"{path}: chapter {n} lacks {sorted(missing)}.")
+            raise ManifestError(f"{path}: chapter {n} lacks {sorted(missing)}.")
         if entry["page"] in pages:
-            raise BookError(f"{path}: page {entry['page']!r} is listed twice.")
+            raise ManifestError(f"{path}: page {entry['page']!r} is listed twice.")
         pages.add(entry["page"])
-        source = root / entry["source"]
-        if not source.exists():
-            raise BookError(f"{path}: chapter {entry['page']!r}: source {entry['source']} does not exist.")
+        source = root / str(entry["source"])
+        if not source.is_file():
+            raise ManifestError(f"{path}: chapter {entry['page']!r}: source {entry['source']} does not exist.")
         set_name = entry["parameters"]
-        if set_name not in sets:
-            raise BookError(f"{path}: chapter {entry['page']!r}: parameter set {set_name!r} is not "
-                            f"defined under parameter_sets (defined: {sorted(sets)}).")
+        if not isinstance(set_name, str) or set_name not in sets:
+            raise ManifestError(f"{path}: chapter {entry['page']!r}: parameter set {set_name!r} is not "
+                                f"defined under parameter_sets (defined: {sorted(sets)}).")
         params = check_parameters(source, sets[set_name] or {}, set_name=set_name)
         chapters.append(Chapter(entry["page"], Path(entry["source"]), set_name, params,
                                 str(entry.get("title", ""))))
@@ -335,6 +354,10 @@ def build(root: Path | None = None, *, only: list[str] | None = None, html: bool
     if jobs < 1:
         raise BookError(f"jobs={jobs}: at least one chapter must run at a time.")
     chapters = load_manifest(root)
+    unknown = sorted(set(only or ()) - {ch.page for ch in chapters})
+    if unknown:
+        raise ManifestError(f"--only {' '.join(unknown)}: no such page in {MANIFEST}; the pages are "
+                            f"{', '.join(ch.page for ch in chapters)}.")
     titles: dict[str, str] = {}
     for ch in chapters:
         title = ch.title or page_title(root / ch.source)

@@ -8,10 +8,13 @@ from pathlib import Path
 
 
 def _book(args) -> int:
-    from metacog.book import BookError, build
+    from metacog.book import BookError, ManifestError, ParameterError, build
 
     try:
         index = build(only=args.only or None, html=not args.no_html, reuse=not args.force, jobs=args.jobs)
+    except (ManifestError, ParameterError) as exc:  # bad input: nothing was executed
+        print(f"metacog book: {exc}", file=sys.stderr)
+        return 2
     except BookError as exc:
         print(f"metacog book: {exc}", file=sys.stderr)
         return 1
@@ -24,9 +27,9 @@ def _check(args) -> int:
 
     try:
         chapters = load_manifest()
-    except BookError as exc:
+    except BookError as exc:  # a manifest or parameter set that does not fit: bad input
         print(f"metacog check: {exc}", file=sys.stderr)
-        return 1
+        return 2
     for ch in chapters:
         print(f"{ch.page}: {ch.source} [{ch.parameter_set}] {ch.parameters}")
     return 0
@@ -38,7 +41,14 @@ def _data(args) -> int:
         from metacog.data.fetch import verify
 
         for name in args.verify:
-            print(f"{name}: ok, {verify(name)}")
+            try:
+                print(f"{name}: ok, {verify(name)}")
+            except ValueError as exc:  # unknown name, or a copy whose sha256 differs
+                print(f"metacog data: {exc}", file=sys.stderr)
+                return 2
+            except OSError as exc:
+                print(f"metacog data: {name}: {exc}", file=sys.stderr)
+                return 2
         return 0
     print(data.sources().to_string(index=False))
     return 0
@@ -57,6 +67,7 @@ def _chapter(args) -> int:
             parameters[key] = parse_value(value)
         cuts = dict(parse_cut(c) for c in args.cut or [])
         extra = {"manifest": Path(args.manifest).resolve()} if args.manifest else {}
+        _check_out_folder(args.out, "--out")
         page = run(args.name, args.source, args.out, parameters=parameters, cuts=cuts,
                    html=not args.no_html, log=say, **extra)
     except ChapterInputError as exc:
@@ -69,14 +80,32 @@ def _chapter(args) -> int:
     return 0
 
 
+def _check_out_folder(folder, flag: str) -> None:
+    """Make ``folder`` (and its parents) or raise ChapterInputError naming the flag: an output
+    path under a file, or one that cannot be written, fails before anything is loaded."""
+    from metacog.chapter import ChapterInputError
+
+    path = Path(folder)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".metacog-write-check"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ChapterInputError(f"{flag} {folder}: cannot write there ({exc.strerror or exc}); "
+                                f"choose another folder.") from None
+
+
 def _example_data(args) -> int:
+    from metacog.chapter import ChapterInputError
     from metacog.power.examples import example_responses, write_responses
 
     try:
+        _check_out_folder(Path(args.out).parent, "--out")
         df = example_responses(n_models=args.models, n_items=args.items, kappa=args.kappa,
                                seed=args.seed)
         path = write_responses(df, args.out)
-    except ValueError as exc:
+    except (ValueError, ChapterInputError) as exc:
         print(f"metacog example-data: {exc}", file=sys.stderr)
         return 2
     print(f"{path}: {len(df)} rows, {df['model'].nunique()} models, {df['item_id'].nunique()} items",
@@ -150,5 +179,16 @@ def main(argv: list[str] | None = None) -> int:
     return args.func(args)
 
 
+def run(argv: list[str] | None = None) -> int:
+    """The console entry point: :func:`main`, with Ctrl-C ending the command quietly
+    (exit 130, one line, no traceback)."""
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        print("metacog: interrupted; finished work is kept (cached answers, executed chapters).",
+              file=sys.stderr)
+        return 130
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

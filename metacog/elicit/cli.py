@@ -153,6 +153,41 @@ def check_out(out: Path | None) -> None:
             break
 
 
+def _writable_folder(folder: Path, what: str) -> None:
+    """Create ``folder`` (and its parents) and write a probe file in it, or raise ValueError
+    naming ``what``: a path that cannot be written fails here, before anything is asked."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".metacog-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(f"{what}: cannot write in {folder} ({exc.strerror or exc}); choose "
+                         f"another path.") from None
+
+
+def check_settings(args) -> None:
+    """Refuse impossible numbers and unwritable paths before any model is called."""
+    import math
+
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise ValueError(f"--timeout {args.timeout}: give a finite number of seconds above 0, "
+                         f"e.g. --timeout 60.")
+    if args.max_tokens is not None and args.max_tokens < 1:
+        raise ValueError(f"--max-tokens {args.max_tokens}: give a whole number of tokens, 1 or more.")
+    if args.concurrency < 1:
+        raise ValueError(f"--concurrency {args.concurrency}: at least one call must be in flight.")
+    if args.max_retries < 0:
+        raise ValueError(f"--max-retries must be >= 0, got {args.max_retries}.")
+    if args.cache is not None:
+        cache = Path(args.cache)
+        if cache.exists() and not cache.is_dir():
+            raise ValueError(f"--cache {cache}: is a file; give a folder for the response cache.")
+        _writable_folder(cache, f"--cache {cache}")
+    if args.out is not None:
+        _writable_folder(Path(args.out).parent, f"--out {args.out}")
+
+
 def failure_report(df, api_base: str | None) -> tuple[int, str]:
     """(exit status, message) for the failed rows of a finished run: 1 when every call
     failed or some failure cannot be fixed by asking again, else 0."""
@@ -185,8 +220,7 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         check_out(args.out)
-        if args.max_retries < 0:
-            raise ValueError(f"--max-retries must be >= 0, got {args.max_retries}.")
+        check_settings(args)
         items = load_items(args)
         df = run(items, models=args.models, probes=args.probes, cache=args.cache,
                  api_base=args.api_base, samples=args.samples, concurrency=args.concurrency,

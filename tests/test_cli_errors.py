@@ -1,0 +1,136 @@
+"""Every command-line mistake ends in one line on stderr and exit 2, before anything runs."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args, cwd=ROOT, env=None):
+    env = {**os.environ, **(env or {})}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-m", "metacog.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, env=env, stdin=subprocess.DEVNULL)
+
+
+def one_line_exit_2(proc, *words):
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+    return lines[0]
+
+
+def test_data_verify_unknown_dataset():
+    one_line_exit_2(cli("data", "--verify", "nosuch"), "nosuch", "known datasets")
+
+
+def test_example_data_out_under_a_file(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    one_line_exit_2(cli("example-data", "--out", str(blocker / "x.csv")), "--out", "a_file")
+
+
+def test_chapter_out_under_a_file_fails_before_loading(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    line = one_line_exit_2(cli("chapter", "rank_one", "--source", "atlas", "--out", str(blocker / "o")),
+                           "--out")
+    assert "a_file" in line
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"", ["chapters"]),
+    (b"\xff\xfe\x00bad", ["UTF-8"]),
+    (b"chapters: 5\n", ["chapters"]),
+    (b"parameter_sets: {}\nchapters:\n  - just-a-string\n", ["chapter 1"]),
+    (b"chapters: [\n", ["YAML"]),
+])
+def test_check_on_a_bad_manifest(tmp_path, content, words):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "manifest.yml").write_bytes(content)
+    one_line_exit_2(cli("check", cwd=tmp_path, env={"METACOG_PROJECT_ROOT": str(tmp_path)}),
+                    "metacog check", *words)
+
+
+def test_book_only_an_unknown_page():
+    one_line_exit_2(cli("book", "--only", "nosuch", "--no-html"), "nosuch", "no such page")
+
+
+def test_check_on_the_real_manifest_exits_0():
+    proc = cli("check")
+    assert proc.returncode == 0, proc.stderr
+    assert "rank_one:" in proc.stdout
+
+
+@pytest.mark.parametrize("flags, words", [
+    (["--timeout", "inf"], ["--timeout"]),
+    (["--timeout", "nan"], ["--timeout"]),
+    (["--timeout", "0"], ["--timeout"]),
+    (["--max-tokens", "0"], ["--max-tokens"]),
+    (["--max-tokens", "-1"], ["--max-tokens"]),
+    (["--concurrency", "0"], ["--concurrency"]),
+])
+def test_elicit_refuses_impossible_numbers_before_asking(tmp_path, flags, words):
+    proc = cli("elicit", "--benchmark", "audit", "--models", "openai/x", "--api-base",
+               "http://127.0.0.1:9/v1", "--cache", str(tmp_path / "c"), *flags)
+    one_line_exit_2(proc, *words)
+    assert not (tmp_path / "c" / "responses.sqlite").exists()  # nothing was asked or cached
+
+
+@pytest.mark.parametrize("flag", ["--cache", "--out"])
+def test_elicit_refuses_an_unwritable_path_before_asking(tmp_path, flag):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    target = str(blocker / ("c" if flag == "--cache" else "o.parquet"))
+    other = ["--out", str(tmp_path / "o.parquet")] if flag == "--cache" else ["--cache", str(tmp_path / "c")]
+    proc = cli("elicit", "--benchmark", "audit", "--models", "openai/x", "--api-base",
+               "http://127.0.0.1:9/v1", flag, target, *other)
+    one_line_exit_2(proc, flag)
+
+
+def test_ctrl_c_mid_run_prints_one_line_and_keeps_what_was_asked(tmp_path):
+    """SIGINT during `metacog elicit` ends it with exit 130 and one line, no traceback; the answers
+    already fetched stay in the cache."""
+    import json
+    import signal
+    import sqlite3
+    import time
+
+    from fakeserver import FakeServer
+
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps({"item_id": f"k{i}", "question": f"Q{i}? [[answer:{i}]]",
+                                         "gold": str(i), "benchmark": "test"}) + "\n" for i in range(80)))
+    cache = tmp_path / "cache"
+    code = "import sys; from metacog.cli import run; sys.exit(run(sys.argv[1:]))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    with FakeServer(latency=0.3) as srv:
+        proc = subprocess.Popen([sys.executable, "-c", code, "elicit", "--items", str(items), "--models",
+                                 "openai/fake", "--probes", "answer", "--api-base", srv.base_url,
+                                 "--cache", str(cache), "--concurrency", "2", "--no-progress"],
+                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        db, done = cache / "responses.sqlite", 0
+        for _ in range(600):  # polls until a few answers are cached (fails only if none ever are)
+            time.sleep(0.1)
+            if db.exists():
+                try:
+                    with sqlite3.connect(db, timeout=5) as con:
+                        done = con.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+                except sqlite3.OperationalError:
+                    continue
+            if done >= 4:
+                break
+        assert done >= 4 and proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert err.strip().splitlines()[-1].startswith("metacog: interrupted")
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT COUNT(*) FROM responses").fetchone()[0] >= done
