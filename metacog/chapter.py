@@ -206,26 +206,82 @@ def chapter_spec(name: str, sources: list[str], *, parameters: dict | None = Non
     return Chapter(name, Path(entry["source"]), set_name, merged, str(entry.get("title", "")))
 
 
-def validate_sources(sources: list[str]) -> pd.DataFrame:
+#: What each chapter needs of a source to say anything: at least ``models`` models with
+#: confidence and correctness values, sharing at least ``shared_items`` items (an item is shared
+#: when two or more of those models have both values on it), within one benchmark and probe.
+#: Chapters not listed work on one model. Keys are the notebook's file stem.
+NEEDS = {
+    "rank_one": {"models": 3, "shared_items": 20},
+    "pairwise": {"models": 3, "shared_items": 20},
+    "shortcut": {"models": 2, "shared_items": 20},
+    "power": {"models": 3, "shared_items": 20},
+}
+_DEFAULT_NEEDS = {"models": 1, "shared_items": 0}
+
+
+def source_shortfalls(df: pd.DataFrame, source: str, chapter: str, needs: dict | None = None) -> list[str]:
+    """One sentence per way ``df`` (a loaded source) falls short of what ``chapter`` needs
+    (:data:`NEEDS`); empty when some benchmark and probe of it has enough models and shared items."""
+    needs = {**_DEFAULT_NEEDS, **(needs or NEEDS.get(chapter, {}))}
+    name = Path(source).name if ("/" in source or "\\" in source) else source
+    problems = []
+    for col in ("confidence", "correct"):
+        if pd.to_numeric(df[col], errors="coerce").notna().sum() == 0:
+            problems.append(f"source {name}: the {col} column is empty on every row; the {chapter} "
+                            f"chapter needs {col} values.")
+    if problems:
+        return problems
+    rows = df
+    if "sample" in rows.columns:
+        rows = rows[pd.to_numeric(rows["sample"], errors="coerce").fillna(0) == 0]
+    rows = rows[pd.to_numeric(rows["confidence"], errors="coerce").notna()
+                & pd.to_numeric(rows["correct"], errors="coerce").notna()]
+    keys = ["benchmark", "probe"] if "benchmark" in rows.columns else ["probe"]
+    best_models, best_shared = 0, 0
+    for _, g in rows.groupby(keys, observed=True, dropna=False):
+        per_item = g.groupby("item_id", observed=True)["model"].nunique()
+        best_models = max(best_models, int(g["model"].nunique()))
+        best_shared = max(best_shared, int((per_item >= 2).sum()))
+        if g["model"].nunique() >= needs["models"] and (per_item >= 2).sum() >= needs["shared_items"]:
+            return []
+    if best_models < needs["models"]:
+        have = f"{best_models} model" + ("" if best_models == 1 else "s")
+        problems.append(f"source {name}: at most {have} with confidence and correctness values in one "
+                        f"benchmark and probe; the {chapter} chapter compares models and needs at least "
+                        f"{needs['models']}.")
+    if best_shared < needs["shared_items"]:
+        problems.append(f"source {name}: at most {best_shared} items are answered by two or more models "
+                        f"in one benchmark and probe; the {chapter} chapter compares models on shared "
+                        f"items and needs at least {needs['shared_items']}.")
+    return problems
+
+
+def validate_sources(sources: list[str], chapter: str | None = None) -> pd.DataFrame:
     """Load every source with :func:`metacog.data.load_responses`; one row per source.
 
     Returns columns source, rows, models, items, probes and notes (the loader's
     warnings, a list of sentences). A source that cannot be
-    loaded raises :class:`ChapterInputError` with the loader's message.
+    loaded raises :class:`ChapterInputError` with the loader's message; with ``chapter``
+    (a notebook's file stem), so does a source that falls short of what that chapter needs
+    (:func:`source_shortfalls`, one sentence per problem).
     """
     from metacog.data.responses import load_responses
 
-    rows = []
+    rows, problems = [], []
     for src in sources:
         try:
             df = load_responses(src)
         except (ValueError, OSError) as exc:  # ResponseError is a ValueError; a missing file an OSError
             msg = str(exc)
             raise ChapterInputError(msg if src in msg else f"source {src!r}: {msg}") from None
+        if chapter is not None:
+            problems += source_shortfalls(df, src, chapter)
         rows.append({"source": src, "rows": len(df), "models": df["model"].nunique(),
                      "items": df["item_id"].nunique(),
                      "probes": ", ".join(sorted(map(str, df["probe"].dropna().unique()))),
                      "notes": list(df.attrs.get("notes", []))})
+    if problems:
+        raise ChapterInputError(" ".join(problems))
     return pd.DataFrame(rows, columns=["source", "rows", "models", "items", "probes", "notes"])
 
 
@@ -326,7 +382,7 @@ def run(name: str, sources: list[str], out: str | Path, *, parameters: dict | No
     cuts = {source_arg(k): v for k, v in (cuts or {}).items()}
     chapter = chapter_spec(name, resolved, parameters=parameters, cuts=cuts, root=root,
                            manifest=manifest)
-    for row in validate_sources(resolved).itertuples(index=False):
+    for row in validate_sources(resolved, chapter.source.stem).itertuples(index=False):
         say(f"source {row.source}: {row.rows} rows, {row.models} models, {row.items} items "
             f"(probes: {row.probes})")
         for note in row.notes:

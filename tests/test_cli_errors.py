@@ -134,3 +134,39 @@ def test_ctrl_c_mid_run_prints_one_line_and_keeps_what_was_asked(tmp_path):
     assert err.strip().splitlines()[-1].startswith("metacog: interrupted")
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT COUNT(*) FROM responses").fetchone()[0] >= done
+
+
+def _panel_file(tmp_path, name, models, items_of, confidence=0.7, correct=1):
+    import pandas as pd
+
+    rows = [{"model": m, "item_id": f"q{i}", "probe": "verbal", "benchmark": "b",
+             "confidence": confidence,
+             "correct": correct if correct == "" else (correct if (i + k) % 3 else 1 - correct)}
+            for k, m in enumerate(models) for i in items_of(k)]
+    path = tmp_path / name
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("chapter_name", ["pairwise", "rank_one"])
+@pytest.mark.parametrize("case, words", [
+    ("one_model", ["1 model", "at least 3"]),
+    ("no_shared_items_2", ["0 items are answered by two or more models"]),
+    ("no_shared_items_6", ["0 items are answered by two or more models"]),
+    ("empty_confidence", ["confidence column is empty"]),
+    ("empty_correct", ["correct column is empty"]),
+])
+def test_a_file_a_chapter_cannot_use_is_refused_before_it_runs(tmp_path, chapter_name, case, words):
+    models = {"one_model": ["m1"], "no_shared_items_2": ["m1", "m2", "m3"][:2],
+              "no_shared_items_6": [f"m{k}" for k in range(6)]}.get(case, ["m1", "m2", "m3", "m4"])
+    if case.startswith("no_shared"):
+        items_of = lambda k: range(100 * k, 100 * k + 40)  # noqa: E731  (disjoint items per model)
+    else:
+        items_of = lambda k: range(40)  # noqa: E731
+    kw = {"confidence": ""} if case == "empty_confidence" else {"correct": ""} if case == "empty_correct" else {}
+    src = _panel_file(tmp_path, f"{case}.csv", models, items_of, **kw)
+    out = tmp_path / "out"
+    proc = cli("chapter", chapter_name, "--source", str(src), "--out", str(out))
+    line = one_line_exit_2(proc, f"{case}.csv", *words)
+    assert str(tmp_path) not in line  # the file is named by its name, not its path
+    assert not (out / f"{chapter_name}.ipynb").exists()  # stopped before executing
