@@ -214,3 +214,22 @@ def test_probe_match_is_the_same_for_categorical_and_text_columns():
     assert _equals(text, "a").tolist() == expected
     assert _equals(cat, "a").tolist() == expected
     assert not _equals(cat, "zz").any()
+
+
+@pytest.mark.parametrize("sep", [";", "\t"])
+def test_a_csv_split_by_semicolons_or_tabs_is_read_as_such(tmp_path, sep):
+    rows = ["model,item_id,probe,confidence,correct".replace(",", sep),
+            *(sep.join([m, f"q{i}", "verbal", f"0.{i + 1}", str(i % 2)]) for m in ("a", "b") for i in range(5))]
+    p = tmp_path / "spreadsheet.csv"
+    p.write_text("\n".join(rows) + "\n")
+    df = load_responses(str(p))
+    assert len(df) == 10 and set(df["model"]) == {"a", "b"}
+    assert df["confidence"].tolist()[:3] == pytest.approx([0.1, 0.2, 0.3])
+
+
+def test_a_missing_column_message_says_how_to_fix_it_from_the_command_line(tmp_path):
+    p = tmp_path / "short.csv"
+    p.write_text("model,item_id,probe,conf,correct\na,q1,verbal,0.5,1\n")
+    msg = error(str(p))
+    assert "missing required column(s) ['confidence']" in msg
+    assert "Rename those columns in the file" in msg and "'conf': 'confidence'" in msg

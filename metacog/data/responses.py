@@ -111,7 +111,7 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, _Where]:
     if path.stat().st_size == 0:
         raise ResponseError(f"{path}: the file is empty; it needs a header and one row per "
                             f"model x item x probe (columns {list(schema.REQUIRED)}).")
-    sep = "\t" if path.suffix.lower() == ".tsv" else ","
+    sep = "\t" if path.suffix.lower() == ".tsv" else _csv_separator(path) if kind == "csv" else ","
     where = _Where(str(path), kind, path, sep)
     if kind == "csv":
         try:
@@ -126,6 +126,23 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, _Where]:
     else:
         df, where.lines = _read_jsonl(path)
     return df, where
+
+
+def _csv_separator(path: Path) -> str:
+    """',' unless the header line has no comma and is split by ';' or tabs (as spreadsheets
+    in many locales save CSV), then that separator."""
+    for encoding in ("utf-8-sig", "latin-1"):
+        try:
+            with open(path, encoding=encoding, newline="") as f:
+                header = f.readline()
+            break
+        except UnicodeDecodeError:
+            continue
+    if "," in header:
+        return ","
+    counts = {sep: header.count(sep) for sep in (";", "\t")}
+    best = max(counts, key=counts.get)
+    return best if counts[best] else ","
 
 
 def _read_jsonl(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
@@ -233,7 +250,8 @@ def _check_required(df, where):
     fill = " (or probe='...' when the whole file is one probe)" if "probe" in missing else ""
     raise ResponseError(
         f"{where.name}: missing required column(s) {missing}; the file has {list(df.columns)}. "
-        f"Rename yours with columns={{{example}}}{fill}. Required: {list(schema.REQUIRED)}.")
+        f"Rename those columns in the file (from Python: load_responses(..., "
+        f"columns={{{example}}}){fill}). Required: {list(schema.REQUIRED)}.")
 
 
 def _check_keys(df, where):
