@@ -85,12 +85,15 @@ def test_chance_from_an_option_count_column_and_given():
         adequacy(bad)
 
 
-def test_free_answers_have_chance_zero():
+def test_free_answers_are_ungated_against_chance_and_say_so():
     df = pd.DataFrame({"model": "m", "item_id": [str(i) for i in range(30)], "probe": "answer",
-                       "decision": "Paris", "correct": [1.0] * 3 + [0.0] * 27})
+                       "decision": "Paris", "correct": [1.0] * 12 + [0.0] * 18})
     a = adequacy(df).iloc[0]
-    assert a["chance"] == 0 and a["chance_basis"] == "free answers" and a["carries_signal"]
-    assert "no chance level known" in a["reason"]
+    assert np.isnan(a["chance"]) and not a["chance_known"] and np.isnan(a["p_value"])
+    assert a["chance_basis"] == "free answers: no chance level known"
+    assert a["carries_signal"] and a["failed"] == ""  # passes on the count rules only ...
+    assert a["reason"].startswith("ungated against chance")  # ... and says so
+    assert "only the count rules apply" in a["reason"]
 
 
 def test_judgment_probe_is_gated_on_the_attempt_that_produced_correct():
@@ -106,7 +109,8 @@ def test_judgment_probe_is_gated_on_the_attempt_that_produced_correct():
     assert adequacy(df).iloc[0]["scored_from"] == "answer_no_context"  # the default pick
     # without the attempt rows the judgment's own Yes is never read as an answer
     alone = adequacy(judg).iloc[0]
-    assert alone["scored_from"] == "prospective" and alone["chance_basis"] == "free answers"
+    assert alone["scored_from"] == "prospective" and not alone["chance_known"]
+    assert np.isnan(alone["parse_rate"])  # the judgment's parse says nothing of the attempt
 
 
 def test_only_the_first_sample_counts():

@@ -73,8 +73,8 @@ def test_models_at_chance_are_marked_and_kept_out_of_claims():
     assert gate.set_index("model").loc["p/B", "carries_signal"] == False  # noqa: E712
     scores = bp.judgment_scores(df, "prospective", gate)
     v = {x.claim.split(":")[0]: x for x in bp.judgment_verdicts(scores)}
-    assert v["B"].status == INSUFFICIENT and "at chance" in v["B"].reason
-    assert "(at chance)" in " ".join(bp.display_scores(scores)["model"])
+    assert v["B"].status == INSUFFICIENT and "0 correct of 60, below the minimum of 10" in v["B"].reason
+    assert "(fails the gate)" in " ".join(bp.display_scores(scores)["model"])
     assert "B does not" in bp.gate_sentence(gate)
 
 

@@ -10,6 +10,7 @@ and show what they return.
   :mod:`~.miscalibration` (+ ``miscalibration_audit``, ``_population``, ``_hidden``,
   ``_dynamics``), :mod:`~.power` (+ ``power_design``, ``power_display``);
 - shared: :mod:`~.panels` (sources -> judgment panels), :mod:`~.verdict` (supported / not
-  supported / insufficient evidence), :mod:`~.adequacy` (is a model above chance at all?),
+  supported / insufficient evidence), :mod:`~.adequacy` (is a model above chance at all?,
+  with :mod:`~.answer_sets`: each item's answer set and so its chance level),
   :mod:`~.common` and :mod:`~.figures`.
 """

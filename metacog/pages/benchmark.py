@@ -2,8 +2,10 @@
 
 Every number a benchmark page shows comes from here, with its interval and its n:
 
-- :func:`model_gate` / :func:`display_gate` / :func:`gate_sentence` — the adequacy gate
-  (:func:`metacog.hypotheses.adequacy.adequacy`) on the attempts a judgment is scored against;
+- :func:`model_gate` / :func:`display_gate` / :func:`gate_sentence` / :func:`no_signal_notice`
+  — the adequacy gate (:func:`metacog.hypotheses.adequacy.adequacy`) on the attempts a
+  judgment is scored against, chance read from the items' own answer sets, with a minimum
+  of correct and of parsed answers (:mod:`metacog.pages.benchmark_gate`);
 - :func:`context_gain` / :func:`gain_verdicts` / :func:`gain_sentence` — accuracy with and
   without the hidden context, the paired gain with an Agresti-Min interval, and whether the
   prospective question ("could you answer without the context?") is well posed at all;
@@ -11,7 +13,8 @@ Every number a benchmark page shows comes from here, with its interval and its n
   first-token P(Yes) side by side, each with DeLong's interval and its positives/negatives,
   or "insufficient evidence (only k positives)";
 - :func:`judgment_verdicts` / :func:`verdict_paragraph` — the page's claims, decided by
-  :func:`metacog.hypotheses.verdict.decide`; models at chance stay out of them;
+  :func:`metacog.hypotheses.verdict.decide`; models that fail the gate stay out of them, and
+  a page where none passes draws no verdict;
 - :func:`judge_target`, :func:`inline_table`, :func:`display_conformance`.
 """
 
@@ -21,8 +24,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from metacog.hypotheses.adequacy import adequacy, judgment_gate
+from metacog.hypotheses.adequacy import MIN_CORRECT, MIN_PARSE, judgment_gate  # noqa: F401 (re-exported)
 from metacog.hypotheses.common import short_model
+from metacog.pages.benchmark_gate import (GATE_FAILED, display_gate, failures, gate_sentence,  # noqa: F401
+                                          model_gate, no_signal_notice, which)
 from metacog.tidy.report import fmt_ci, fmt_count, fmt_list, fmt_num, pretty
 from metacog.stats.intervals import auroc_ci, proportion_ci
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, Verdict, decide, fmt_n
@@ -34,59 +39,6 @@ SCORES = {"confidence": "verbal Yes/No", "p_yes": "first-token P(Yes)"}
 #: A context gain ruled below this (an absolute accuracy difference) makes the prospective
 #: question ill-posed: the model does about as well without the context as with it.
 GAIN_MARGIN = 0.05
-
-
-def _which(names: list[str], n: int) -> str:
-    """fmt_list over ``n`` models, reading well for a single model too."""
-    if n == 1:
-        return names[0] if names else "no model (the run's one model does not pass)"
-    return fmt_list(names, n, noun="models")
-
-
-def model_gate(responses: pd.DataFrame, probe: str = "answer_no_context", *, chance=None,
-               min_items: int = 20) -> pd.DataFrame:
-    """:func:`metacog.hypotheses.adequacy.adequacy` of each model's ``probe`` attempts (default: the
-    answer without the context, the target of the prospective judgment); one row per model."""
-    if probe not in set(responses["probe"]):
-        raise ValueError(f"model_gate: probe {probe!r} is not in the responses; they have "
-                         f"{sorted(responses['probe'].dropna().unique())}.")
-    return adequacy(responses, probe=probe, chance=chance, min_items=min_items)
-
-
-def display_gate(gate: pd.DataFrame):
-    """The gate for a page: model, items, accuracy (95% exact CI), the bar it must clear,
-    whether it carries signal and why."""
-    bar = np.where(gate["baseline"].fillna(-1) >= gate["chance"], gate["baseline"], gate["chance"])
-    what = np.where(gate["baseline"].fillna(-1) >= gate["chance"], gate["baseline_what"],
-                    "chance" + np.where(gate["chance_basis"] == "given", "", ": " + gate["chance_basis"]))
-    t = pd.DataFrame({
-        "model": gate["model"].map(short_model), "items": gate["items"],
-        "accuracy (95% CI)": [fmt_ci(r.accuracy, r.ci_low, r.ci_high) for r in gate.itertuples()],
-        "bar to clear": [f"{fmt_num(b)} ({w})" if b > 0 else f"above 0 ({w})" for b, w in zip(bar, what)],
-        "carries signal": gate["carries_signal"].astype(bool), "why": gate["reason"]})
-    return pretty(t)
-
-
-def gate_sentence(gate: pd.DataFrame, what: str = "answers") -> str:
-    """Which models carry signal, in words, and what happens to the others."""
-    good = [short_model(m) for m in gate.loc[gate["carries_signal"], "model"]]
-    bad = [short_model(m) for m in gate.loc[~gate["carries_signal"], "model"]]
-    n = len(gate)
-    if not n:
-        return "No model has graded attempts, so no model can be judged."
-    if not good:
-        who = ("the run's one model carry no" if n == 1
-               else f"none of the {fmt_count(n, 'model')} carry")
-        return (f"The {what} of {who} signal above chance and the "
-                f"majority baseline: every model stays in the tables, marked, and out of every "
-                f"metacognitive claim below, since a judgment of knowledge that is not there says nothing.")
-    s = f"The {what} of {_which(good, n)} carry signal above chance and the majority baseline."
-    if bad:
-        s += (f" {fmt_list(bad)} {'does' if len(bad) == 1 else 'do'} not: "
-              f"{'it stays' if len(bad) == 1 else 'they stay'} in the tables, marked, and out of "
-              f"every metacognitive claim below, since a judgment of knowledge that is not there "
-              f"says nothing.")
-    return s
 
 
 def _paired_gain(with_ctx: np.ndarray, without: np.ndarray) -> tuple[float, float, float]:
@@ -154,7 +106,7 @@ def gain_sentence(verdicts: list[Verdict]) -> str:
     helps = [n for n, v in zip(name, verdicts) if v.status == SUPPORTED]
     none_ = [(n, v) for n, v in zip(name, verdicts) if v.status == NOT_SUPPORTED]
     unsure = [(n, v) for n, v in zip(name, verdicts) if v.status == INSUFFICIENT]
-    s = f"Hiding the context lowers the accuracy of {_which(helps, len(verdicts))}."
+    s = f"Hiding the context lowers the accuracy of {which(helps, len(verdicts))}."
     if none_:
         s += (" For " + "; for ".join(f"{n} it changes accuracy by {v.interval()}" for n, v in none_)
               + ": the context does not help, so \"could you answer without the context?\" asks "
@@ -189,14 +141,19 @@ def judgment_scores(responses: pd.DataFrame, probe: str = "prospective",
     """Tidy: one row per model and score ('confidence' = the verbal Yes/No, 'p_yes' = the
     first-token P(Yes)) that the responses hold for ``probe``: items, n_pos (correct), n_neg,
     auroc with DeLong's ci_low/ci_high, sufficient (both classes >= :data:`MIN_CLASS`),
-    constant (the Yes/No never varies) and carries_signal (from ``gate``; True when none)."""
+    constant (the Yes/No never varies), carries_signal (from ``gate``; True when none) and
+    gate_reason (the gate rules the model fails, with their numbers; '' when it passes)."""
     rows = []
     judged = responses[responses["probe"] == probe].dropna(subset=["correct"])
     if judged.empty:
         return pd.DataFrame(columns=["model", "score", "items", "n_pos", "n_neg", "auroc", "ci_low",
-                                     "ci_high", "sufficient", "constant", "carries_signal"])
+                                     "ci_high", "sufficient", "constant", "carries_signal",
+                                     "gate_reason"])
     jg = judgment_gate(judged, probe).set_index("model")
-    sig = gate.set_index("model")["carries_signal"] if gate is not None else pd.Series(dtype=bool)
+    g_idx = gate.set_index("model") if gate is not None else None
+    sig = g_idx["carries_signal"] if gate is not None else pd.Series(dtype=bool)
+    why = ({m: failures(r) for m, r in zip(g_idx.index, g_idx.to_dict("records"))}
+           if gate is not None else {})
     for model, g in judged.groupby("model", sort=True):
         for score in SCORES:
             if score not in g or g[score].isna().all():
@@ -205,7 +162,8 @@ def judgment_scores(responses: pd.DataFrame, probe: str = "prospective",
             rows.append({"model": model, "score": score, "items": len(ok),
                          **_auroc_row(ok["correct"], ok[score]),
                          "constant": bool(jg.at[model, "constant"]) if model in jg.index else False,
-                         "carries_signal": bool(sig.get(model, gate is None))})
+                         "carries_signal": bool(sig.get(model, gate is None)),
+                         "gate_reason": why.get(model, "")})
     return pd.DataFrame(rows)
 
 
@@ -227,7 +185,7 @@ def display_scores(scores: pd.DataFrame, outcome: str = "correct without the con
     out = []
     for model, g in scores.groupby("model", sort=True):
         first = g.iloc[0]
-        row = {"model": short_model(model) + ("" if first["carries_signal"] else " (at chance)"),
+        row = {"model": short_model(model) + ("" if first["carries_signal"] else " (fails the gate)"),
                "items": int(first["items"]), outcome: int(first["n_pos"])}
         for r in g.to_dict("records"):
             row[f"AUROC, {SCORES[r['score']]} (95% CI)"] = auroc_cell(r)
@@ -244,7 +202,8 @@ def _chosen(g: pd.DataFrame) -> dict:
 
 def judgment_verdicts(scores: pd.DataFrame, probe: str = "prospective") -> list[Verdict]:
     """Per model: does its ``probe`` judgment rank its own success above chance (AUROC > 0.5)?
-    Models whose answers carry no signal get "insufficient evidence" without a test."""
+    Models whose answers fail the adequacy gate get "insufficient evidence" without a test, the
+    reason naming the rule they fail."""
     out = []
     for model, g in scores.groupby("model", sort=True):
         r = _chosen(g)
@@ -253,8 +212,9 @@ def judgment_verdicts(scores: pd.DataFrame, probe: str = "prospective") -> list[
         if not r["carries_signal"]:
             out.append(Verdict(claim, stat, r["auroc"], r["ci_low"], r["ci_high"],
                                {"positives": int(r["n_pos"]), "negatives": int(r["n_neg"])},
-                               INSUFFICIENT, "its answers are at chance, so there is no knowledge "
-                               "for the judgment to track", 0.5, digits=2, basis="counts"))
+                               INSUFFICIENT, f"{GATE_FAILED}, so there is no knowledge for the judgment "
+                               f"to track: {r.get('gate_reason') or 'see the gate table'}", 0.5, digits=2,
+                               basis="counts"))
             continue
         out.append(decide(claim, stat, r["auroc"], r["ci_low"], r["ci_high"], line=0.5,
                           direction="greater", n={"positives": int(r["n_pos"]), "negatives": int(r["n_neg"])},
@@ -266,11 +226,15 @@ def verdict_paragraph(verdicts: list[Verdict], probe: str = "prospective") -> st
     """The closing sentence on one judgment probe: who passes, who fails, who cannot be told."""
     if not verdicts:
         return f"No model was asked the {probe} judgment in this run."
+    if all(v.status == INSUFFICIENT and v.reason.startswith(GATE_FAILED) for v in verdicts):
+        return (f"No verdict on the {probe} judgment: no model's answers pass the adequacy gate (the "
+                f"gate table names the rule each one fails, with its numbers), so there is no "
+                f"knowledge for a judgment to track.")
     names = {s: [v.claim.split(":")[0] for v in verdicts if v.status == s]
              for s in (SUPPORTED, NOT_SUPPORTED, INSUFFICIENT)}
     n = len(verdicts)
     s = (f"The {probe} judgment ranks its own success above chance for "
-         f"{_which(names[SUPPORTED], n)}")
+         f"{which(names[SUPPORTED], n)}")
     if names[NOT_SUPPORTED]:
         s += f"; it does not for {fmt_list(names[NOT_SUPPORTED])}"
     if names[INSUFFICIENT]:
