@@ -15,7 +15,8 @@ Where things are (packages from the lowest layer up; each imports only lower one
   (simulated populations, power curves, the simulator matched to a dataset);
 - :mod:`metacog.hypotheses`: one module per hypothesis chapter, plus panels and verdicts;
 - :mod:`metacog.pages`: the data, audit, benchmark and lab pages, and the built book's hygiene scan;
-- :mod:`metacog.book` (execute and render), :mod:`metacog.chapter` (one chapter on your own
+- :mod:`metacog.manifest` (the manifest and parameters cells), :mod:`metacog.book` (execute
+  and render), :mod:`metacog.chapter` (one chapter on your own
   data), :mod:`metacog.cli` (the ``metacog`` command).
 
 A number on a page comes from the module named after the page's notebook:

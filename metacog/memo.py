@@ -133,19 +133,25 @@ def memo(func, *args, **kwargs):
     """``func(*args, **kwargs)``, stored on disk and reused while inputs and code are unchanged."""
     if os.environ.get("METACOG_NO_MEMO"):
         return func(*args, **kwargs)
-    path = folder() / f"{key(func, args, kwargs)}.pkl"
+    k = key(func, args, kwargs)
+    path = folder() / f"{k}.pkl"
     if path.exists():
         try:
             with path.open("rb") as fh:
-                return pickle.load(fh)
-        except Exception:  # a damaged or foreign file: recompute and replace it
-            path.unlink(missing_ok=True)
+                stored = pickle.load(fh)
+        except Exception:  # unpickling a damaged file can raise almost anything: recompute it
+            stored = None
+        # Each result is stored with its own key: a foreign or truncated file at this path, or a
+        # result stored under another key, is recomputed and replaced, never returned.
+        if isinstance(stored, dict) and stored.get("memo_key") == k and "result" in stored:
+            return stored["result"]
+        path.unlink(missing_ok=True)
     result = func(*args, **kwargs)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".part") as tmp:
-            pickle.dump(result, tmp, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp.name, path)
+            pickle.dump({"memo_key": k, "result": result}, tmp, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp.name, path)  # atomic: processes sharing the cache never see half a file
     except OSError:  # a read-only cache must not stop an analysis
         pass
     return result

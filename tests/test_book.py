@@ -266,3 +266,33 @@ def test_default_jobs_reads_the_environment(monkeypatch):
         book.default_jobs()
     monkeypatch.delenv("METACOG_BOOK_JOBS")
     assert 1 <= book.default_jobs() <= 4
+
+
+def test_two_processes_building_into_one_folder_take_turns(tmp_path):
+    """Two `metacog book` processes on one _build: the second waits for the first and reuses what
+    it executed; every chapter is executed once, stamped, and left whole."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import nbformat
+
+    pages = ["pa", "pb", "pc"]
+    root = make_root(tmp_path, [{"page": p, "source": f"notebooks/{p}.md", "parameters": "s"} for p in pages],
+                     {"s": {}}, {p: (f"Page {p}", f"import pathlib\nwith open({str(tmp_path / 'runs.log')!r}, 'a') as f:\n"
+                                                 f"    f.write('{p}\\n')") for p in pages})
+    code = ("import sys; from pathlib import Path; from metacog import book\n"
+            "book.build(Path(sys.argv[1]), html=False, jobs=2)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("METACOG_PROJECT_ROOT", None)
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(root)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    assert sorted((tmp_path / "runs.log").read_text().split()) == pages  # each executed once
+    stamps = json.loads((tmp_path / "_build/executed.json").read_text())
+    assert set(stamps) == set(pages)
+    for p in pages:
+        nbformat.read(tmp_path / f"_build/src/notebooks/{p}.ipynb", as_version=4)  # whole, readable
+    assert any("waiting for it to finish" in o[0] for o in outs) or any("reusing" in o[0] for o in outs)

@@ -80,3 +80,20 @@ def read_json(path: str | Path):
             f"{path}: line {exc.lineno}: not valid JSON ({exc.msg}); the file is truncated or "
             f"malformed. Re-download or re-mirror it."
         ) from None
+
+
+def csv_separator(path: Path) -> str:
+    """',' unless the header line has no comma and is split by ';' or tabs (as spreadsheets
+    in many locales save CSV), then that separator."""
+    for encoding in ("utf-8-sig", "latin-1"):
+        try:
+            with open(path, encoding=encoding, newline="") as f:
+                header = f.readline()
+            break
+        except UnicodeDecodeError:
+            continue
+    if "," in header:
+        return ","
+    counts = {sep: header.count(sep) for sep in (";", "\t")}
+    best = max(counts, key=counts.get)
+    return best if counts[best] else ","

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from metacog.data.files import csv_separator
 from metacog.tidy import schema
 __all__ = ["ResponseError", "load_responses", "response_notes", "source_label"]
 
@@ -111,7 +112,7 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, _Where]:
     if path.stat().st_size == 0:
         raise ResponseError(f"{path}: the file is empty; it needs a header and one row per "
                             f"model x item x probe (columns {list(schema.REQUIRED)}).")
-    sep = "\t" if path.suffix.lower() == ".tsv" else _csv_separator(path) if kind == "csv" else ","
+    sep = "\t" if path.suffix.lower() == ".tsv" else csv_separator(path) if kind == "csv" else ","
     where = _Where(str(path), kind, path, sep)
     if kind == "csv":
         try:
@@ -126,23 +127,6 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, _Where]:
     else:
         df, where.lines = _read_jsonl(path)
     return df, where
-
-
-def _csv_separator(path: Path) -> str:
-    """',' unless the header line has no comma and is split by ';' or tabs (as spreadsheets
-    in many locales save CSV), then that separator."""
-    for encoding in ("utf-8-sig", "latin-1"):
-        try:
-            with open(path, encoding=encoding, newline="") as f:
-                header = f.readline()
-            break
-        except UnicodeDecodeError:
-            continue
-    if "," in header:
-        return ","
-    counts = {sep: header.count(sep) for sep in (";", "\t")}
-    best = max(counts, key=counts.get)
-    return best if counts[best] else ","
 
 
 def _read_jsonl(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
