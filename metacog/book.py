@@ -251,7 +251,6 @@ def _build_locked(root: Path, out: Path, src: Path, chapters: list[Chapter], *, 
     def run(job):
         ch, target, fp = job
         t0 = time.time()
-        print(f"[book] {ch.page}: executing {ch.source} with parameter set {ch.parameter_set!r}", flush=True)
         try:
             execute_chapter(ch, src / "notebooks", root)
         except BookError as exc:
@@ -259,7 +258,8 @@ def _build_locked(root: Path, out: Path, src: Path, chapters: list[Chapter], *, 
                 failures[ch.page] = str(exc)
                 stamps.pop(ch.page, None)
                 target.unlink(missing_ok=True)
-            print(f"[book] {ch.page}: FAILED", flush=True)
+            print(f"[book] {ch.page}: FAILED after {time.time() - t0:.1f} s ({ch.source}, parameter set "
+                  f"{ch.parameter_set!r})", flush=True)
             return
         with lock:  # the stamp is written as soon as a chapter is done: a crash keeps the others
             stamps[ch.page] = fp
@@ -267,7 +267,8 @@ def _build_locked(root: Path, out: Path, src: Path, chapters: list[Chapter], *, 
             tmp = stamps_file.with_suffix(".json.part")
             tmp.write_text(json.dumps(stamps, indent=1))
             os.replace(tmp, stamps_file)
-        print(f"[book] {ch.page}: done in {time.time() - t0:.1f}s", flush=True)
+        print(f"[book] {ch.page}: executed in {time.time() - t0:.1f} s ({ch.source}, parameter set "
+              f"{ch.parameter_set!r})", flush=True)
 
     if jobs == 1 or len(todo) <= 1:
         for job in todo:

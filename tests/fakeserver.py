@@ -1,6 +1,6 @@
 """A fake OpenAI-compatible chat server on 127.0.0.1, with fault injection.
 
-Used by the tests and ``benchmarks/bench_elicit.py``. Pure asyncio (HTTP/1.1,
+Used by the tests and ``speed/bench_elicit.py``. Pure asyncio (HTTP/1.1,
 keep-alive), no external tools. Replies are a deterministic function of the
 request; faults are asked for by markers inside the prompt text, so they hit
 the same call however requests interleave:

@@ -4,7 +4,7 @@ Prints seconds per prompt for batch_size=None (the 40 noisy copies and the clean
 in one forward pass), some intermediate batch sizes, and batch_size=1 (one noisy copy per
 forward pass), plus the largest difference between their results.
 
-Usage: .venv/bin/python benchmarks/bench_hidden.py [--model smollm2-135m] [--prompts 2]
+Usage: .venv/bin/python speed/bench_hidden.py [--model smollm2-135m] [--prompts 2]
 Needs torch/transformers (scripts/install_probe.sh) and the model file; exits 0 with a
 message otherwise.
 """

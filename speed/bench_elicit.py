@@ -11,7 +11,7 @@
 3. The local panel: calls/s through litellm's 'local' provider vs calling
    llama.cpp directly on the same prompts; goal within 10%.
 
-Usage: python benchmarks/bench_elicit.py [--per-slot 30] [--replay 10000] [--local-items 6] [--skip-local]
+Usage: python speed/bench_elicit.py [--per-slot 30] [--replay 10000] [--local-items 6] [--skip-local]
 The machine's load average is printed with each figure: the numbers are only
 comparable on an otherwise idle machine.
 """

@@ -10,7 +10,7 @@ chapter re-executes and the book renders again, but results whose inputs and cod
 unchanged come from the cache. Goals: the second run within 120 s on 2 cores, and no single
 chapter above 30 s in it.
 
-Usage: python benchmarks/bench_book.py [--runs 2] [--no-html]
+Usage: python speed/bench_book.py [--runs 2] [--no-html]
 The numbers are only comparable on an otherwise idle machine; the load average is printed.
 """
 
@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DONE = re.compile(r"\[book\] (\S+): done in ([0-9.]+)s")
+DONE = re.compile(r"\[book\] (\S+): executed in ([0-9.]+) s")
 
 
 def run_once(args: list[str]) -> tuple[float, dict[str, float], int]:

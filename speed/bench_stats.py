@@ -1,6 +1,6 @@
 """Speed of metacog.stats against R psych on the same data (prints figures; not a test).
 
-    .venv/bin/python benchmarks/bench_stats.py [--no-r] [--skip-large]
+    .venv/bin/python speed/bench_stats.py [--no-r] [--skip-large]
 
 Data: one-factor probit ratings, models as columns, items as rows, with ~3% missing values.
 When Rscript with psych is installed, the same data are written to a temporary CSV and timed
