@@ -233,3 +233,17 @@ def test_a_missing_column_message_says_how_to_fix_it_from_the_command_line(tmp_p
     msg = error(str(p))
     assert "missing required column(s) ['confidence']" in msg
     assert "Rename those columns in the file" in msg and "'conf': 'confidence'" in msg
+
+
+def test_a_truncated_recording_gets_a_message_naming_the_run_and_the_fix(tmp_path, monkeypatch):
+    import shutil
+
+    name = next(n for n, r in recorded.runs().items() if r.path.exists())
+    runs_yml = recorded.RESPONSES / "runs.yml"
+    whole = recorded.runs()[name].path.read_bytes()
+    monkeypatch.setattr(recorded, "RESPONSES", tmp_path)
+    shutil.copy(runs_yml, tmp_path / "runs.yml")
+    (tmp_path / f"{name}.parquet").write_bytes(whole[: len(whole) // 2])
+    msg = error(name)
+    assert f"run {name!r} cannot be read" in msg and "truncated" in msg
+    assert f"make elicit RUNS={name}" in msg

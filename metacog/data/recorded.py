@@ -89,4 +89,11 @@ def load(name: str) -> pd.DataFrame:
             f"`make elicit RUNS={name}` (needs the local panel: scripts/install_local.sh). "
             f"Declared runs: {declared}."
         )
-    return pd.read_parquet(path)
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several types for a truncated or foreign file
+        raise ValueError(
+            f"{path}: the recording of run {name!r} cannot be read ({type(exc).__name__}: "
+            f"{str(exc)[:200]}); it is truncated or not a parquet file. Restore it with "
+            f"`git checkout -- {path.name}` in data/responses, or record it again with "
+            f"`make elicit RUNS={name}`.") from None

@@ -156,7 +156,11 @@ def _registered(source: str) -> tuple[pd.DataFrame, _Where] | None:
         return logs.load(source), _Where(source, "table")
     runs_file = recorded.RESPONSES / "runs.yml"
     if runs_file.exists() and source in recorded.runs(runs_file):
-        return recorded.load(source), _Where(f"recorded run {source!r}", "table")
+        try:
+            table = recorded.load(source)
+        except ValueError as exc:  # a truncated or foreign recording: say which and how to restore it
+            raise ResponseError(str(exc)) from None
+        return table, _Where(f"recorded run {source!r}", "table")
     return None
 
 
