@@ -53,11 +53,11 @@ def _linked_copy(mirror, name, tmp_path, replace: dict):
 # --- SPAR -------------------------------------------------------------------------------
 
 
-def test_spar_has_15_models_with_450_prospective_items_and_phase1_correctness(spar_df):
+def test_spar_has_18_models_with_450_prospective_items_and_phase1_correctness(spar_df):
     pro = spar_df[spar_df["probe"] == "prospective"]
     per_model = pro.groupby("model", observed=True).agg(items=("item_id", "nunique"),
                                                         graded=("correct", "count"))
-    assert len(per_model) >= 15
+    assert len(per_model) == 18
     assert (per_model["items"] >= 450).all() and (per_model["graded"] >= 450).all()
     assert list(spar_df.columns[: len(schema.COLUMNS)]) == list(schema.COLUMNS)
     assert set(spar_df["probe"].unique()) == {"answer", "prospective", "verbal_confidence",
@@ -103,12 +103,13 @@ def test_canonical_model_names_meet_across_file_families():
 
 def _runs(**cols):
     base = {"probe": "verbal_confidence", "model": "m", "folder": "main", "timestamp": 1.0,
-            "valid": 500, "backup": False, "variant": False, "fine_tuned": False, "sha256": "x"}
+            "temperature": 1.0, "valid": 500, "backup": False, "variant": None, "fine_tuned": False,
+            "sha256": "x"}
     n = len(next(iter(cols.values())))
     return pd.DataFrame({k: cols.get(k, [v] * n) for k, v in base.items()} | {"file": cols["file"]})
 
 
-def test_run_rule_prefers_main_folder_then_newest_and_drops_backups_and_partial_runs():
+def test_run_rule_prefers_main_folder_then_newest_then_non_copies_and_drops_partial_runs():
     runs = _runs(file=["old/new", "main_old", "main_new", "main_bak", "main_partial"],
                  folder=["old", "main", "main", "main", "main"], timestamp=[9.0, 1.0, 2.0, 5.0, 6.0],
                  backup=[False, False, False, True, False], valid=[500, 500, 500, 500, 40],
@@ -117,8 +118,35 @@ def test_run_rule_prefers_main_folder_then_newest_and_drops_backups_and_partial_
     assert out["chosen"].sum() == 1 and out.at["main_new", "chosen"]
     assert out.at["old/new", "reason"].startswith("in old/")
     assert out.at["main_old", "reason"] == "older run of the same model"
-    assert out.at["main_bak", "reason"].startswith("backup")
+    assert out.at["main_bak", "reason"].startswith("backup or alternate copy")
     assert out.at["main_partial", "reason"].startswith("incomplete: 40")
+    assert out["eligible"].sum() == 4 and not out.at["main_partial", "eligible"]
+
+
+def test_run_rule_prefers_temperature_0_then_a_copy_over_nothing_and_drops_the_other_framing():
+    runs = _runs(file=["t1_main_new", "t0_old", "t1_consider"], folder=["main", "old", "main"],
+                 timestamp=[9.0, 1.0, 10.0], temperature=[1.0, 0.0, 1.0],
+                 variant=["game", "game", "consider"], sha256=["a", "b", "c"])
+    out = spar.choose_runs(runs, {}).set_index("file")
+    assert out.at["t0_old", "chosen"] and out["chosen"].sum() == 1
+    assert out.at["t1_main_new", "reason"] == "temperature 1 while a run at temperature 0 is used"
+    assert out.at["t1_consider", "reason"].startswith("other framing ('consider'")
+    # A copy is used when it is the model's only eligible run.
+    runs = _runs(file=["copy_g", "consider"], backup=[True, False], variant=["game", "consider"],
+                 sha256=["a", "b"])
+    out = spar.choose_runs(runs, {}).set_index("file")
+    assert out.at["copy_g", "chosen"] and not out.at["consider", "eligible"]
+
+
+def test_game_variant_reads_the_run_parameters_not_only_the_name():
+    assert spar.game_variant("m_consider_decisionOnly.json", {}) == "consider"
+    assert spar.game_variant("m_decisionOnly.json", {"run_parameters": {"game_frame": False}}) == "consider"
+    assert spar.game_variant("m_decisionOnly.json", {"run_parameters": {"game_frame": True}}) == "game"
+    assert spar.game_variant("m_decisionOnly.json", {"run_parameters": {}}) == "game"  # before the switch
+    same = spar.wording({"initial_setup_explanation": "text"})
+    assert same == spar.wording({"initial_setup_explanation": "text"}) != spar.wording(
+        {"initial_setup_explanation": "other"})
+    assert spar.wording({}) is None
 
 
 def test_spar_runs_table_picks_one_run_per_model_and_probe(mirror):
@@ -127,13 +155,64 @@ def test_spar_runs_table_picks_one_run_per_model_and_probe(mirror):
     assert not chosen.duplicated(["model", "probe"]).any()
     assert set(runs["file"]) == {r for r in manifest("spar") if "/" in r}
     assert (runs.loc[~runs["chosen"], "reason"] != "").all()
-    assert not chosen["file"].str.contains(r"_bak\.json|_g\.json|_consider_|-ft_").any()
+    assert not chosen["file"].str.contains(r"_consider_|-ft_").any()
     opus = runs[(runs["model"] == "claude-opus-4.1") & (runs["probe"] == "answer")]
     assert len(opus) == 2 and "same content as the chosen file" in set(opus["reason"])
     # The old temperature-0 llama-3.1-8b game was scored against an earlier phase-1 run.
     llama = runs[(runs["model"] == "llama-3.1-8b-instruct") & (runs["probe"] == "prospective")]
-    assert not llama["chosen"].any()
     assert llama["reason"].str.startswith("scored against another phase-1 run (42").any()
+
+
+def test_spar_games_are_the_points_game_at_temperature_0_where_there_is_one(mirror):
+    runs = spar.spar_runs()
+    games = runs[runs["probe"] == "prospective"]
+    chosen = games[games["chosen"]].set_index("model")
+    assert (chosen["variant"] == "game").all() and chosen["temperature"].isin([0.0, 1.0]).all()
+    # Every model with an eligible run at temperature 0 is used at 0.
+    has_zero = set(games.loc[games["eligible"] & (games["temperature"] == 0), "model"])
+    assert has_zero == set(chosen.index[chosen["temperature"] == 0]) and len(has_zero) == 12
+    assert set(chosen.index[chosen["temperature"] == 1]) == {
+        "claude-sonnet-4.5-think", "gpt-4.1", "gpt-4o", "gpt-4o-mini", "llama-3.1-8b-instruct",
+        "llama-3.3-70b-instruct"}
+    # llama-3.3-70b: its newest file is the no-points framing (only run_parameters say so);
+    # its standard game is the '_g' copy.
+    assert chosen.at["llama-3.3-70b-instruct", "file"].endswith("_1762380082_game_data_g.json")
+    other = games[(games["model"] == "llama-3.3-70b-instruct") & (games["variant"] == "consider")]
+    assert len(other) == 1 and "_consider_" not in other["file"].iloc[0]
+    assert chosen.at["llama-3.1-8b-instruct", "file"].endswith("_game_data_bak.json")
+    assert chosen.at["qwen3-235b-a22b-2507", "folder"] == "old"
+
+
+def test_spar_rows_carry_variant_wording_and_temperature(spar_df):
+    pro = spar_df[spar_df["probe"] == "prospective"]
+    assert pro["model"].nunique() == 18
+    assert (pro["variant"] == "game").all() and pro["wording"].notna().all()
+    temps = pro.groupby("model", observed=True)["temperature"].agg(["min", "max"])
+    assert (temps["min"] == temps["max"]).all() and set(temps["min"]) == {0.0, 1.0}
+    assert temps.at["llama-3.3-70b-instruct", "min"] == 1.0 and temps.at["kimi-k2-0905", "min"] == 0.0
+    assert spar_df.loc[spar_df["probe"] != "prospective", "variant"].isna().all()
+
+
+def test_spar_cached_table_equals_the_built_one(spar_df):
+    again = data.load("spar")  # read back from the parquet cache the fixture wrote
+    pd.testing.assert_frame_equal(again, spar_df)
+
+
+def test_spar_temperature_check_compares_each_models_two_games(mirror):
+    check = spar.spar_temperature_check()
+    assert set(check["model"]) == {"deepseek-chat-v3.1", "kimi-k2-0905", "qwen3-235b-a22b-2507"}
+    rates = check[check["statistic"] == "answer_rate"].set_index(["model", "temperature"])
+    assert len(rates) == 6 and (rates["n"] >= 450).all()
+    assert ((rates["ci_low"] <= rates["estimate"]) & (rates["estimate"] <= rates["ci_high"])).all()
+    # Each side is the run the rule ranks first at that temperature; it is the chosen one at 0.
+    runs = spar.spar_runs().set_index("file")
+    for file in rates.xs(0.0, level="temperature")["file"]:
+        assert runs.at[file, "chosen"] and runs.at[file, "temperature"] == 0.0
+    for file in rates.xs(1.0, level="temperature")["file"]:
+        assert runs.at[file, "eligible"] and runs.at[file, "temperature"] == 1.0
+    agree = check[check["statistic"] == "agreement"]
+    assert len(agree) == 3 and agree["temperature"].isna().all() and agree["estimate"].between(0, 1).all()
+    assert set(check["statistic"]) == {"answer_rate", "auroc", "auroc_p_yes", "agreement"}
 
 
 def test_spar_truncated_log_names_the_file(mirror, tmp_path):

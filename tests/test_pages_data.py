@@ -245,6 +245,94 @@ def test_spar_p_yes_by_decision_pools_rows_and_resamples_models():
     assert dp.models_with_values(df, "prospective", "p_yes") == ["a", "b", "c"]
 
 
+def test_spar_games_and_unnamed_variants():
+    runs = pd.DataFrame({
+        "model": ["a", "b", "c", "c", "d"], "probe": "prospective",
+        "file": ["x/a_temp0.0_1_game_data.json", "x/b_temp1.0_2_game_data_g.json",
+                 "x/c_temp1.0_3_game_data.json", "x/c_consider_temp1.0_4_game_data.json",
+                 "x/d_temp1.0_5_game_data.json"],
+        "temperature": [0.0, 1.0, 1.0, 1.0, 1.0], "variant": ["game", "game", "game", "consider", "consider"],
+        "wording": ["w1", "w2", "w1", "w3", "w3"], "chosen": [True, True, True, False, False]})
+    games = dp.spar_games(runs)
+    assert games["model"].tolist() == ["a", "b", "c"]  # temperature 0 first
+    assert games.set_index("model")["copy"].to_dict() == {"a": False, "b": True, "c": False}
+    assert dp.spar_unnamed_variants(runs) == ["d"]  # c's consider run says so in its name
+
+
+def temperature_check(rate1=0.9, auroc1=0.55, wordings=("w1", "w2")):
+    rows = []
+    for model in ("m1", "m2"):
+        for t, wording, rate, auroc in ((0.0, wordings[0], 0.5, 0.54), (1.0, wordings[1], rate1, auroc1)):
+            rows.append((model, "answer_rate", t, wording, 500, rate, rate - 0.04, rate + 0.04))
+            rows.append((model, "auroc", t, wording, 500, auroc, auroc - 0.05, auroc + 0.05))
+        rows.append((model, "agreement", np.nan, None, 500, 0.8 if model == "m1" else 0.7, 0.76, 0.84))
+    cols = ["model", "statistic", "temperature", "wording", "n", "estimate", "ci_low", "ci_high"]
+    return pd.DataFrame(rows, columns=cols).assign(file="f")
+
+
+def test_spar_temperature_table_sets_the_two_games_side_by_side():
+    out = dp.spar_temperature_table(temperature_check())
+    m1 = out[out["model"] == "m1"].set_index("statistic")
+    assert m1.loc["share answered", "temperature 0"] == "0.50 (95% CI 0.46 to 0.54)"
+    assert m1.loc["share answered", "temperature 1"] == "0.90 (95% CI 0.86 to 0.94)"
+    assert m1.loc["same decision at 0 and 1", "temperature 1"] == ""
+    assert (out["same wording"] == "no").all()
+    same = dp.spar_temperature_table(temperature_check(wordings=("w1", "w1")))
+    assert (same["same wording"] == "yes").all()
+
+
+def test_spar_temperature_sentence_follows_the_numbers():
+    text = dp.spar_temperature_sentence(temperature_check())
+    assert text.startswith("2 models (m1, m2) have a usable game at both temperatures")
+    assert "mixes temperature with wording" in text
+    assert "share answered changes by +0.40 to +0.40; the two intervals are disjoint for both models" in text
+    assert "AUROC of the decision changes by +0.01 to +0.01; the two intervals are disjoint for neither" in text
+    assert "same decision on 70% to 80%" in text and "changes how often a model answers" in text
+    close = dp.spar_temperature_sentence(temperature_check(rate1=0.52, wordings=("w1", "w1")))
+    assert "share one wording" in close and "resolve no change in either" in close
+    apart = dp.spar_temperature_sentence(temperature_check(auroc1=0.75))
+    assert "are not one measurement" in apart and "\u22120" not in apart
+    lower = dp.spar_temperature_sentence(temperature_check(rate1=0.3))
+    assert "changes by \u22120.20 to \u22120.20" in lower
+    assert dp.spar_temperature_sentence(temperature_check().iloc[:0]).startswith("No model")
+
+
+# ---------------------------------------------------------------------------
+# imputed confidences
+
+def imputed_atlas():
+    """m1: four items, two imputed (answers kept: right, wrong); m2: one stated 0.5; m3 clean."""
+    rows = [("m1", "1", 1.0, 0.9, "ok"), ("m1", "2", 0.0, 0.7, "ok"), ("m1", "3", 1.0, np.nan, "imputed"),
+            ("m1", "4", 0.0, np.nan, "imputed"), ("m2", "1", 1.0, 0.5, "ok"), ("m2", "2", 1.0, 0.8, "ok"),
+            ("m3", "1", 0.0, 0.6, "ok"), ("m3", "2", 1.0, np.nan, "imputed")]
+    return pd.DataFrame(rows, columns=["model", "item_id", "correct", "confidence", "parse_status"]).assign(
+        probe="verbal_confidence", domain="d")
+
+
+def test_imputed_confidences_are_counted_per_model():
+    out = dp.imputed_confidences(imputed_atlas())
+    assert out["model"].tolist() == ["m1", "m3"]  # most imputed first; m2 has none
+    m1 = out.iloc[0]
+    assert (m1["rows"], m1["imputed"], m1["with_confidence"]) == (4, 2, 2) and m1["share"] == 0.5
+    assert dp.stated_at(imputed_atlas(), 0.5).to_dict("records") == [{"model": "m2", "rows": 1}]
+    assert len(dp.with_confidence(imputed_atlas())) == 5
+
+
+def test_imputed_accuracy_compares_kept_and_lost_rows():
+    out = dp.imputed_accuracy(imputed_atlas(), "m1").set_index("rows")
+    assert (out.loc["with a confidence", "k"], out.loc["with a confidence", "n"]) == (1, 2)
+    assert (out.loc["imputed", "k"], out.loc["imputed", "n"]) == (1, 2)
+    lo, hi = proportion_ci(1, 2)
+    assert (out.loc["imputed", "ci_low"], out.loc["imputed", "ci_high"]) == (pytest.approx(lo), pytest.approx(hi))
+
+
+def test_overview_counts_the_rows_each_estimate_uses():
+    out = dp.overview(imputed_atlas(), n_boot=100).set_index(["domain", "statistic"])
+    assert out.loc[("all", "accuracy"), "rows"] == 8
+    assert out.loc[("all", "mean_confidence"), "rows"] == 5
+    assert out.loc[("all", "mean_confidence"), "estimate"] == pytest.approx((0.9 + 0.7 + 0.5 + 0.8 + 0.6) / 5)
+
+
 # ---------------------------------------------------------------------------
 # LLM Calibration Study
 
@@ -316,3 +404,15 @@ def test_real_atlas_overview_has_six_domains_and_33_models(mirror):
     assert everything["rows"] == 47151 and everything["items"] == 1500
     assert everything["ci_low"] < everything["estimate"] < everything["ci_high"]
     assert len(dp.partial_models(atlas)) < 33
+
+
+def test_real_atlas_imputed_counts(mirror):
+    import metacog.data
+
+    atlas = metacog.data.load("atlas")
+    out = dp.imputed_confidences(atlas).set_index("model")
+    assert int(out["imputed"].sum()) == 985 and len(out) == 5
+    gpt = out.loc["openai/gpt-oss-120b"]
+    assert (gpt["imputed"], gpt["rows"], gpt["with_confidence"]) == (980, 1500, 520)
+    assert out.index[0] == "openai/gpt-oss-120b"
+    assert int(dp.stated_at(atlas, 0.5)["rows"].sum()) == 10

@@ -12,8 +12,12 @@ Counts (models, items, rows, files) are exact and carry no interval. Every estim
   the median and at a fixed cut (Wilson), and its lowest, median and highest model
   (:func:`median_ci`: an order-statistic interval for the median over models);
 - :func:`unanimity_shares` — items every model got right / wrong, with Wilson intervals;
-- :func:`spar_coverage`, :func:`spar_left_out`, :func:`spar_lost_games`,
-  :func:`spar_p_yes_by_decision` — the SPAR panel;
+- :func:`imputed_confidences`, :func:`imputed_accuracy`, :func:`stated_at`,
+  :func:`with_confidence` — confidences a
+  log filled in (Atlas's fallback 50s), counted per model and left out, and the ones kept;
+- :func:`spar_coverage`, :func:`spar_left_out`, :func:`spar_lost_games`, :func:`spar_games`,
+  :func:`spar_unnamed_variants`, :func:`spar_p_yes_by_decision` — the SPAR panel; :func:`spar_temperature_table` and
+  :func:`spar_temperature_sentence` — its games at temperature 0 against 1;
 - :func:`calibration_probes`, :func:`calibration_dropped`, :func:`key_differences_by_category`,
   :func:`key_agreement` — the LLM Calibration Study;
 - :func:`models_without`, :func:`models_with_values` — which models lack / have a probe's values;
@@ -31,12 +35,9 @@ from scipy import stats as sps
 from metacog.stats.intervals import bootstrap_items, proportion_ci
 from metacog.tidy import tables
 from metacog.tidy.report import fmt_ci, fmt_count
-
-#: SPAR's four kinds of judgment (probe -> the chapter's label), in the chapter's order.
-SPAR_PROBES = {"answer": "answer (letter probability)",
-               "prospective": "answer or pass (before answering)",
-               "verbal_confidence": "own chance of being right (before answering)",
-               "other_confidence": "share of people right (judging others)"}
+from metacog.pages.data_spar import (  # noqa: F401  (re-exported)
+    SPAR_PROBES, TEMPERATURE_STATS, spar_coverage, spar_games, spar_left_out, spar_lost_games,
+    spar_temperature_sentence, spar_temperature_table, spar_unnamed_variants)
 
 #: The LLM Calibration Study's three confidences (probe -> the chapter's label).
 CALIBRATION_PROBES = {"verbal_confidence": "stated number",
@@ -88,7 +89,8 @@ def overview(atlas: pd.DataFrame, *, n_boot: int = 2000, ci: float = 0.95, seed:
     """Per Atlas domain and over all ('all'): items, models, rows, then one row per statistic
     (accuracy, mean_confidence) with its estimate and interval.
 
-    The estimate is the mean over model x item rows; its interval is a percentile bootstrap
+    The estimate is the mean over the model x item rows that have the value (``rows``: a
+    missing confidence is not counted); its interval is a percentile bootstrap
     that resamples items (all the rows of an item together, since models share items).
     Columns domain, items, models, rows, statistic, estimate, ci_low, ci_high.
     """
@@ -98,8 +100,55 @@ def overview(atlas: pd.DataFrame, *, n_boot: int = 2000, ci: float = 0.95, seed:
         for stat, col in (("accuracy", "correct"), ("mean_confidence", "confidence")):
             r = _cluster_mean(g[col], g["item_id"], n_boot=n_boot, ci=ci, seed=seed)
             rows.append({"domain": name, "items": g["item_id"].nunique(), "models": g["model"].nunique(),
-                         "rows": len(g), "statistic": stat, **{k: r[k] for k in _ESTIMATE}})
+                         "rows": r["rows"], "statistic": stat, **{k: r[k] for k in _ESTIMATE}})
     return pd.DataFrame(rows)
+
+
+def imputed_confidences(df: pd.DataFrame) -> pd.DataFrame:
+    """Per model with at least one confidence the log filled in (``parse_status ==
+    'imputed'``, confidence missing): rows, imputed (left out), their share of the model's
+    rows and the rows left with a confidence. Most imputed first. Columns model, rows,
+    imputed, share, with_confidence."""
+    imputed = (df["parse_status"] == "imputed").fillna(False).to_numpy()
+    per = pd.DataFrame({"model": df["model"].astype(str).to_numpy(), "imputed": imputed,
+                        "has": df["confidence"].notna().to_numpy()}).groupby("model")
+    out = pd.DataFrame({"rows": per.size(), "imputed": per["imputed"].sum().astype(int),
+                        "with_confidence": per["has"].sum().astype(int)})
+    out["share"] = out["imputed"] / out["rows"]
+    out = out[out["imputed"] > 0].rename_axis("model").reset_index()
+    return out[["model", "rows", "imputed", "share", "with_confidence"]].sort_values(
+        ["imputed", "model"], ascending=[False, True], ignore_index=True)
+
+
+def imputed_accuracy(df: pd.DataFrame, model: str, *, ci: float = 0.95,
+                     method: str = "wilson") -> pd.DataFrame:
+    """One model's accuracy on its rows with a confidence and on its imputed rows (their
+    answers are kept), each with a Wilson (or exact) interval: are the rows it keeps easier
+    or harder than the ones it loses? Columns rows ('with a confidence', 'imputed'), n, k,
+    estimate, ci_low, ci_high."""
+    own = df[(df["model"].astype(str) == model).to_numpy()]
+    y = own["correct"].to_numpy(dtype=float)
+    kinds = {"with a confidence": own["confidence"].notna().to_numpy(),
+             "imputed": (own["parse_status"] == "imputed").fillna(False).to_numpy()}
+    rows = []
+    for kind, mask in kinds.items():
+        v = y[mask & ~np.isnan(y)]
+        rows.append({"rows": kind, **_proportion(int(v.sum()), int(v.size), ci, method)})
+    return pd.DataFrame(rows, columns=["rows", "n", "k", *_ESTIMATE])
+
+
+def stated_at(df: pd.DataFrame, value: float) -> pd.DataFrame:
+    """Per model, the kept confidences exactly equal to ``value`` (e.g. Atlas's 0.5 that a
+    model stated itself). Columns model, rows; models with none left out."""
+    hit = df.loc[(df["confidence"] == value).to_numpy(), "model"].astype(str)
+    out = hit.value_counts().rename_axis("model").rename("rows").reset_index()
+    return out.sort_values(["rows", "model"], ascending=[False, True], ignore_index=True)
+
+
+def with_confidence(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows that carry a confidence, so that accuracy and mean confidence are taken over
+    the same rows (an imputed or unparsed confidence is missing; its answer is not)."""
+    return df[df["confidence"].notna().to_numpy()]
 
 
 def partial_models(atlas: pd.DataFrame) -> pd.DataFrame:
@@ -196,41 +245,6 @@ def unanimity_shares(df: pd.DataFrame, *, by: str = "domain", probe: str | None 
         for stat in ("all_correct", "all_wrong", "unanimous"):
             rows.append({by: group, "statistic": stat, **_proportion(int(round(r[stat] * n)), n, ci, method)})
     return pd.DataFrame(rows, columns=[by, "statistic", "n", "k", *_ESTIMATE])
-
-
-def spar_coverage(spar: pd.DataFrame) -> pd.DataFrame:
-    """Items per SPAR model (rows) and kind of judgment (columns, labelled as in
-    :data:`SPAR_PROBES`); 0 where the model has no such run."""
-    counts = spar.groupby(["model", "probe"], observed=True)["item_id"].nunique().unstack()
-    out = counts.reindex(columns=list(SPAR_PROBES)).fillna(0).astype(int).rename(columns=SPAR_PROBES)
-    out.index = out.index.astype(str).rename("model")
-    out.columns.name = None
-    return out
-
-
-def _short_reason(reason: str) -> str:
-    if reason.startswith("incomplete:"):
-        return "incomplete (fewer than 450 valid judgments)"
-    if reason.startswith("scored against"):
-        return reason.split(" (")[0]
-    return reason
-
-
-def spar_left_out(runs: pd.DataFrame) -> pd.DataFrame:
-    """The SPAR log files left out (:func:`metacog.data.spar.spar_runs` with chosen False), by
-    reason: files and the models they belong to. Columns reason, files, models."""
-    out = runs.loc[~runs["chosen"].astype(bool)]
-    reasons = out["reason"].map(_short_reason)
-    rows = []
-    for reason, g in out.groupby(reasons, sort=True):
-        rows.append({"reason": reason, "files": len(g), "models": ", ".join(sorted(set(g["model"].astype(str))))})
-    return pd.DataFrame(rows, columns=["reason", "files", "models"])
-
-
-def spar_lost_games(runs: pd.DataFrame) -> list[str]:
-    """Models with answer-or-pass files of which none is chosen (the rule left them no game)."""
-    pro = runs[runs["probe"] == "prospective"]
-    return sorted(set(pro["model"].astype(str)) - set(pro.loc[pro["chosen"].astype(bool), "model"].astype(str)))
 
 
 def spar_p_yes_by_decision(spar: pd.DataFrame, *, n_boot: int = 2000, ci: float = 0.95,

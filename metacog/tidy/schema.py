@@ -3,6 +3,9 @@
 Every table of model responses in the book, whether loaded from a public log
 (Atlas, Battery) or produced by :mod:`metacog.elicit`, has these columns.
 Columns a source cannot fill are present and missing (NaN / None).
+A value a source filled in for the model (``parse_status == 'imputed'``) is never kept as
+a confidence: it is missing, so a matrix built from the rows
+(:func:`metacog.tidy.tables.wide`) has a gap there, not a made-up judgment.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ COLUMNS: dict[str, tuple[str, str]] = {
                    "Binary judgments are 0 or 1; verbal scales are rescaled."),
     "p_yes": ("float64", "First-token P(Yes) / (P(Yes) + P(No)) when the backend gives logprobs."),
     "correct": ("float64", "1 if the model's answer to this item was correct, 0 if not, missing if unknown."),
-    "parse_status": ("string", "'ok', 'unparseable', 'empty', 'error' (call failed) or 'missing'. "
-                     "Unparseable replies are kept, never dropped."),
+    "parse_status": ("string", "'ok', 'unparseable', 'empty', 'error' (call failed), 'missing', or "
+                     "'imputed' (a public log filled in a default where its parser found no "
+                     "confidence; confidence is then missing). Unparseable replies are kept, "
+                     "never dropped."),
     "raw_text": ("string", "The full reply text."),
     "reasoning_text": ("string", "The reasoning part of the reply (before the final decision)."),
     "latency_s": ("float64", "Wall-clock seconds for the call (missing when replayed from a public log)."),
@@ -59,7 +64,8 @@ def conform(df: pd.DataFrame, *, source: str = "table") -> pd.DataFrame:
     ``source`` and the column, when a required column is missing, when a value
     cannot be cast to the column's dtype (showing the first bad values), when
     ``confidence`` or ``p_yes`` leave [0, 1], or when ``correct`` is not 0, 1 or
-    missing (partial credit such as 0.5 must be binarised by the caller).
+    missing (partial credit such as 0.5 must be binarised by the caller), or when a row
+    marked ``parse_status == 'imputed'`` still has a confidence.
     """
     missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
@@ -83,6 +89,12 @@ def conform(df: pd.DataFrame, *, source: str = "table") -> pd.DataFrame:
                 f"{source}: column {col!r} must {rule}; row {row} has {float(out.at[row, col])!r} "
                 f"({int(bad.sum())} such row(s))."
             )
+    filled = (out["parse_status"] == "imputed").fillna(False).to_numpy() & out["confidence"].notna().to_numpy()
+    if filled.any():
+        row = out.index[filled][0]
+        raise ValueError(f"{source}: row {row} has parse_status 'imputed' but a confidence "
+                         f"({float(out.at[row, 'confidence'])!r}); an imputed value is not the "
+                         f"model's judgment: set it missing ({int(filled.sum())} such row(s)).")
     extra = [c for c in out.columns if c not in COLUMNS]
     return out[list(COLUMNS) + extra]
 
