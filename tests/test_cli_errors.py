@@ -170,3 +170,21 @@ def test_a_file_a_chapter_cannot_use_is_refused_before_it_runs(tmp_path, chapter
     line = one_line_exit_2(proc, f"{case}.csv", *words)
     assert str(tmp_path) not in line  # the file is named by its name, not its path
     assert not (out / f"{chapter_name}.ipynb").exists()  # stopped before executing
+
+
+def test_data_verify_of_a_corrupt_copy_says_which_file_and_what_to_do(tmp_path, mirror):
+    """A mirror whose math500 file differs from the pinned sha256: one line, exit 2, naming
+    the file and the fix; the intact mirror verifies (exit 0)."""
+    import shutil
+
+    copy = tmp_path / "mirror" / "benchmarks" / "math"
+    copy.mkdir(parents=True)
+    shutil.copy(mirror / "benchmarks" / "math" / "math500.jsonl", copy / "math500.jsonl")
+    ok = cli("data", "--verify", "math500", env={"METACOG_DATA_MIRROR": str(tmp_path / "mirror"),
+                                                  "METACOG_CACHE_DIR": str(tmp_path / "cache")})
+    assert ok.returncode == 0 and "math500: ok" in ok.stdout, ok.stderr
+    with open(copy / "math500.jsonl", "ab") as f:
+        f.write(b"\n{}\n")
+    bad = cli("data", "--verify", "math500", env={"METACOG_DATA_MIRROR": str(tmp_path / "mirror"),
+                                                   "METACOG_CACHE_DIR": str(tmp_path / "cache")})
+    one_line_exit_2(bad, "math500.jsonl", "sha256", "Delete it and fetch again")
