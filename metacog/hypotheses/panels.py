@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from metacog.tidy import tables
+from metacog.data.designs import UNKNOWN_DESIGN, Design, design as design_of
 from metacog.data.responses import load_responses, source_label
 
 __all__ = ["Panel", "PanelSet", "panels"]
@@ -41,6 +42,8 @@ class Panel:
     correct: pd.DataFrame = field(repr=False)  # items x models, 0/1, same index/columns
     cut_report: pd.DataFrame = field(repr=False)  # from metacog.tidy.tables.binarize_report
     notes: list[str] = field(default_factory=list)  # plain sentences for the page
+    #: how the judgments were elicited (:mod:`metacog.data.designs`): timing, elicitation, ...
+    design: Design = UNKNOWN_DESIGN
 
     @property
     def name(self) -> str:
@@ -64,7 +67,8 @@ class Panel:
         yes = self.cut_report["yes_share"]
         return {"panel": self.name, "source": self.source, "benchmark": self.benchmark,
                 "probe": self.probe, "models": self.confidence.shape[1],
-                "items": self.confidence.shape[0], "cut": self.cut,
+                "items": self.confidence.shape[0], "design": self.design.timing,
+                "elicitation": self.design.elicitation, "cut": self.cut,
                 "yes_share_min": float(yes.min()), "yes_share_max": float(yes.max()),
                 "correct_share": float(np.nanmean(self.correct.to_numpy()))}
 
@@ -86,10 +90,11 @@ class PanelSet:
         return len(self.panels)
 
     def summary(self) -> pd.DataFrame:
-        """One row per panel: source, benchmark, probe, models, items, cut rule, yes-share
+        """One row per panel: source, benchmark, probe, models, items, design (when the judgment
+        was made: :data:`metacog.data.designs.TIMINGS`) and elicitation, cut rule, yes-share
         min/max over models, and the share of correct answers."""
-        cols = ["panel", "source", "benchmark", "probe", "models", "items", "cut", "yes_share_min",
-                "yes_share_max", "correct_share"]
+        cols = ["panel", "source", "benchmark", "probe", "models", "items", "design", "elicitation", "cut",
+                "yes_share_min", "yes_share_max", "correct_share"]
         return pd.DataFrame([p.row() for p in self.panels], columns=cols)
 
 
@@ -176,7 +181,8 @@ def _build(source, label, bench, probe, rows, cut, min_models, min_items, notes)
                      "performance between models to explain.")
     return Panel(source=source, label=label, benchmark=bench, probe=probe,
                  table=rows.reset_index(drop=True), cut=cut, confidence_raw=conf_raw, confidence=binary,
-                 correct=correct, cut_report=report, notes=list(notes))
+                 correct=correct, cut_report=report, notes=list(notes),
+                 design=design_of(source, probe, rows))
 
 
 def _source_panels(source, *, cut, probes, min_models, min_items, exclude_probes, note):

@@ -15,7 +15,10 @@ import numpy as np
 import pandas as pd
 
 from metacog import stats
+from metacog.hypotheses.by_design import (by_design, design_head, design_of, design_order,  # noqa: F401
+                                          design_sentence, group_sentence, verdict_frame)
 from metacog.stats.structure import DOMINANCE_RATIO, classify, rank_one
+
 
 #: Fewer raters than this make a rank-one question meaningless: with two or three columns
 #: every correlation matrix has one or two eigenvalues and "one factor" is nearly automatic.
@@ -39,7 +42,7 @@ def _eigen_stats(X: np.ndarray) -> tuple[float, float, float]:
     return float(ev[0] / m), float(ev[0] / ev[1]) if ev[1] > 0 else np.nan, share
 
 
-def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 50, seed: int = 0,
+def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
                         ci: float = 0.95) -> pd.DataFrame:
     """Percentile intervals, resampling items, of the first-eigenvalue share, eig1/eig2 and
     the one-factor variance share of binary ratings ``X`` (items x models).
@@ -67,7 +70,7 @@ def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 50, seed: int = 0,
     return pd.DataFrame(rows)
 
 
-def structure(X: pd.DataFrame, *, n_iter: int = 20, reference: str = "resampled", n_boot: int = 50,
+def structure(X: pd.DataFrame, *, n_iter: int = 20, reference: str = "resampled", n_boot: int = 1000,
               seed: int = 0, parallel: bool = True) -> dict:
     """Factor structure of one binary matrix with intervals, as one dict (a table row).
 
@@ -115,7 +118,7 @@ def contested(confidence: pd.DataFrame, correct: pd.DataFrame, rule: str = "eith
 
 
 def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, n_iter: int = 20,
-            reference: str = "resampled", n_boot: int = 50, unanimous_rule: str = "either",
+            reference: str = "resampled", n_boot: int = 1000, unanimous_rule: str = "either",
             seed: int = 0) -> pd.DataFrame:
     """The rank-one table of one panel: confidence and correctness, on all and contested items.
 
@@ -132,14 +135,41 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, n_iter: int = 20
     return pd.DataFrame(rows)
 
 
-def table(panelset, *, n_iter: int = 20, reference: str = "resampled", n_boot: int = 50,
+def table(panelset, *, n_iter: int = 20, reference: str = "resampled", n_boot: int = 1000,
           unanimous_rule: str = "either", seed: int = 0) -> pd.DataFrame:
     """:func:`analyse` for every panel of a :class:`metacog.hypotheses.panels.PanelSet`: one row per
-    (panel, matrix, subset), remembered on disk while data, settings and code are unchanged."""
+    (panel, matrix, subset) with the panel's design (when its judgments were made), remembered on
+    disk while data, settings and code are unchanged.
+
+    The defaults are the book's (``notebooks/manifest.yml``, rank-one-default), so a page that
+    shows these statistics with the defaults shows the same intervals as this chapter."""
     from metacog.hypotheses.common import per_panel
 
-    return per_panel(panelset, analyse, n_iter=n_iter, reference=reference, n_boot=n_boot,
-                     unanimous_rule=unanimous_rule, seed=seed)
+    return with_design(per_panel(panelset, analyse, n_iter=n_iter, reference=reference, n_boot=n_boot,
+                                 unanimous_rule=unanimous_rule, seed=seed), panelset)
+
+
+def with_design(t: pd.DataFrame, panelset) -> pd.DataFrame:
+    """``t`` with a ``design`` column after ``probe``: each panel's timing
+    (:attr:`metacog.hypotheses.panels.Panel.design`), "unknown" for a panel not in ``panelset``."""
+    if not len(t) or "panel" not in t:
+        return t
+    timing = {p.name: p.design.timing for p in panelset}
+    t = t.drop(columns=["design"], errors="ignore")
+    at = list(t.columns).index("probe") + 1 if "probe" in t else 1
+    t.insert(at, "design", t["panel"].map(timing).fillna("unknown"))
+    return t
+
+
+def mean_tau_table(panelset, *, n_boot: int = 1000, unanimous_rule: str = "either",
+                   seed: int = 0) -> pd.DataFrame:
+    """Paper 1's pairwise statistics for the comparison table: the pairwise chapter's own
+    :func:`metacog.hypotheses.pairwise.table` (without its slow difficulty control, which does not
+    touch the mean-τ interval), so with the same ``n_boot`` and ``seed`` its mean-τ intervals are
+    the pairwise page's, not a second estimate of the same thing."""
+    from metacog.hypotheses import pairwise
+
+    return pairwise.table(panelset, n_boot=n_boot, unanimous_rule=unanimous_rule, control=False, seed=seed)
 
 
 #: The confidence-performance link "vanishes" when the item positions on the two axes
@@ -186,14 +216,19 @@ def alignment(confidence: pd.DataFrame, correct: pd.DataFrame, *, unanimous_rule
 
 
 def alignment_table(panelset, *, unanimous_rule: str = "either") -> pd.DataFrame:
-    """:func:`alignment` for every panel, one row per (panel, subset)."""
+    """:func:`alignment` for every panel, one row per (panel, subset), with the panel's design."""
     from metacog.hypotheses.common import per_panel
 
-    return per_panel(panelset, alignment, unanimous_rule=unanimous_rule)
+    return with_design(per_panel(panelset, alignment, unanimous_rule=unanimous_rule), panelset)
+
+
+DOMINANCE_CLAIM = "confidence is dominated by one factor"
 
 
 def verdicts(structure_table: pd.DataFrame, alignment_table: pd.DataFrame | None = None) -> list:
-    """The chapter's claims, decided per panel (:func:`metacog.hypotheses.verdict.decide`).
+    """The chapter's claims, decided per panel (:func:`metacog.hypotheses.verdict.decide`), in
+    the order of the panels' designs: prospective first, then counterfactual, after answering,
+    and the rest (:data:`metacog.data.designs.TIMINGS`); :func:`by_design` groups them.
 
     1. Confidence is dominated by one factor: eig1/eig2 at least :data:`DOMINANCE_RATIO`, judged
        on its bootstrap interval, with at least :data:`MIN_MODELS` models and :data:`MIN_ITEMS` items.
@@ -206,15 +241,16 @@ def verdicts(structure_table: pd.DataFrame, alignment_table: pd.DataFrame | None
     out = []
     rows = structure_table[(structure_table["matrix"] == "confidence")
                            & (structure_table["subset"] == "all items")]
-    for r in rows.to_dict("records"):
+    for r in design_order(rows).to_dict("records"):
         out.append(decide(
-            f"{r['panel']}: confidence is dominated by one factor",
+            f"{r['panel']}: {DOMINANCE_CLAIM}",
             "eig1/eig2", r.get("eig_ratio", np.nan), r.get("eig_ratio_ci_low", np.nan),
             r.get("eig_ratio_ci_high", np.nan), line=DOMINANCE_RATIO, direction="greater",
             n={"models": int(r["models"]), "items": int(r["items"])},
             min_counts={"models": MIN_MODELS, "items": MIN_ITEMS}, digits=2))
     if alignment_table is not None and len(alignment_table):
-        for r in alignment_table[alignment_table["subset"] == "contested"].to_dict("records"):
+        contested_rows = alignment_table[alignment_table["subset"] == "contested"]
+        for r in design_order(contested_rows).to_dict("records"):
             out.append(decide(
                 f"{r['panel']}: without unanimous items the confidence axis no longer follows "
                 f"the performance axis", "correlation of item positions",
@@ -241,8 +277,8 @@ def display_table(structure_table: pd.DataFrame) -> pd.DataFrame:
     t = structure_table
     if "panel" not in t:  # a message table ("result"), shown as it is
         return t
-    out = pd.DataFrame({"panel": t["panel"], "matrix": t["matrix"], "subset": t["subset"],
-                        "models": t["models"], "items": t["items"]})
+    out = pd.DataFrame({"panel": t["panel"], "design": t.get("design", "unknown"), "matrix": t["matrix"],
+                        "subset": t["subset"], "models": t["models"], "items": t["items"]})
     out = out.assign(**with_ci(t, "eig_share", "first-factor share (95% CI)", digits=2))
     out = out.assign(**with_ci(t, "eig_ratio", "eig1/eig2 (95% CI)", digits=1))
     out["factors kept by parallel analysis"] = t.get("pa_factors")
@@ -256,29 +292,34 @@ def display_alignment(alignment_table: pd.DataFrame) -> pd.DataFrame:
     from metacog.hypotheses.common import with_ci
 
     t = alignment_table
-    out = pd.DataFrame({"panel": t["panel"], "items": t["subset"].map({"all": "all", "contested": "contested"}),
+    out = pd.DataFrame({"panel": t["panel"], "design": t.get("design", "unknown"),
+                        "items": t["subset"].map({"all": "all", "contested": "contested"}),
                         "n items": t["items"], "models": t["models"]})
     out = out.assign(**with_ci(t, "r_items", "correlation of item positions (95% CI)", digits=2))
     out["not analysed because"] = t["note"].fillna("")
     return out
 
 
-def verdict_paragraph(verdicts: list) -> str:
-    """One paragraph summing up the verdicts: how many panels support each claim, and which."""
-    from metacog.hypotheses.common import status_sentence
-
-    dom = [v for v in verdicts if v.claim.endswith("dominated by one factor")]
-    link = [v for v in verdicts if not v.claim.endswith("dominated by one factor")]
-
+def verdict_paragraph(verdicts: list, *tables: pd.DataFrame) -> str:
+    """One paragraph summing up the verdicts, one sentence per design (prospective first), each
+    counting panels within its design only: never a count across designs. ``tables`` carry the
+    design of each panel (:func:`table`, :func:`alignment_table`)."""
     parts = []
-    if dom:
-        parts.append(status_sentence(dom, "confidence is dominated by one factor in",
-                                      "it is not in", "the evidence is insufficient in"))
-    if link:
-        parts.append(status_sentence(
-            link, "paper 1's finding that the confidence axis stops following the performance axis once "
-                  "unanimous items are removed holds in",
-            "the two axes still align (a non-replication) in", "the evidence is insufficient in"))
+    for design, vs in by_design(verdicts, *tables).items():
+        dom = [v for v in vs if v.claim.endswith(DOMINANCE_CLAIM)]
+        link = [v for v in vs if not v.claim.endswith(DOMINANCE_CLAIM)]
+        said = []
+        if dom:
+            said.append(group_sentence(dom, "confidence is dominated by one factor in",
+                                       "confidence is not dominated by one factor in",
+                                       "whether confidence is dominated by one factor cannot be told in"))
+        if link:
+            said.append(group_sentence(
+                link, "paper 1's finding that the confidence axis stops following the performance axis "
+                      "once unanimous items are removed holds in",
+                "the two axes still align once unanimous items are removed (a non-replication) in",
+                "whether the two axes still align once unanimous items are removed cannot be told in"))
+        parts.append(f"{design_head(design)}: {'; '.join(said)}.")
     return " ".join(parts) if parts else "No panel could be analysed."
 
 
@@ -300,7 +341,7 @@ def second_factor(panels: list, top: int = 5) -> pd.DataFrame:
         ["panel", "model", "factor 1", "factor 2"]]
 
 
-def confidence_row(panel, *, n_boot: int = 20, seed: int = 0) -> pd.DataFrame:
+def confidence_row(panel, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """The structure of one panel's confidence over all items, without parallel analysis, as a
     one-row table in the layout of :func:`table` (for quick what-ifs)."""
     row = structure(panel.confidence, n_boot=n_boot, seed=seed, parallel=False)
@@ -314,7 +355,7 @@ def random_raters(n_items: int, n_models: int, seed: int = 0) -> pd.DataFrame:
                         columns=[f"rater {j + 1}" for j in range(n_models)])
 
 
-def what_if_cut(panelset, cut: float, *, n_boot: int = 20, seed: int = 0) -> tuple[pd.DataFrame, str]:
+def what_if_cut(panelset, cut: float, *, n_boot: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, str]:
     """Re-cut the first panel with continuous confidence at a fixed ``cut`` and refit its
     structure. Returns (a one-row table in the layout of :func:`table`, a sentence on how many
     models become constant). Panels that are yes/no already cannot be re-cut."""
