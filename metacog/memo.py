@@ -130,7 +130,18 @@ def folder() -> Path:
 
 
 def memo(func, *args, **kwargs):
-    """``func(*args, **kwargs)``, stored on disk and reused while inputs and code are unchanged."""
+    """``func(*args, **kwargs)``, stored on disk and reused while inputs and code are unchanged.
+
+    >>> import os, tempfile
+    >>> os.environ["METACOG_CACHE_DIR"] = tempfile.mkdtemp()
+    >>> calls = []
+    >>> def slow_square(x):
+    ...     calls.append(x)
+    ...     return x * x
+    >>> memo(slow_square, 12), memo(slow_square, 12), len(calls)
+    (144, 144, 1)
+    >>> del os.environ["METACOG_CACHE_DIR"]
+    """
     if os.environ.get("METACOG_NO_MEMO"):
         return func(*args, **kwargs)
     k = key(func, args, kwargs)

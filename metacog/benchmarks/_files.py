@@ -15,7 +15,7 @@ from typing import Any
 
 
 from metacog.data import locate, manifest
-from metacog.data.files import DataFileError  # one error class for every bad data file
+from metacog.data.files import DataFileError, jsonl_records  # one error class for every bad data file
 
 
 @functools.lru_cache(maxsize=64)
@@ -36,22 +36,8 @@ def dataset_file(name: str, filename: str) -> Path:
 @functools.lru_cache(maxsize=32)
 def read_jsonl(path: str | Path) -> tuple[tuple[int, dict[str, Any]], ...]:
     """(line number, row) pairs of a JSON-lines file (blank lines skipped); rows must be objects."""
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataFileError(
-                    f"{path}, line {lineno}: not valid JSON ({exc.msg} at column {exc.colno}); "
-                    "each line must hold one JSON object. Re-fetch the file."
-                ) from None
-            if not isinstance(row, dict):
-                raise DataFileError(f"{path}, line {lineno}: expected a JSON object, got {type(row).__name__}.")
-            rows.append((lineno, row))
-    return tuple(rows)
+    return tuple(jsonl_records(path, encoding="utf-8", hint="each line must hold one JSON object. "
+                                                           "Re-fetch the file."))
 
 
 @functools.lru_cache(maxsize=32)

@@ -6,6 +6,7 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 
@@ -52,22 +53,37 @@ def read_csv(path: str | Path, *, required: tuple[str, ...] = (), notnull: tuple
     return df
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    """Read JSON lines; a bad line raises DataFileError naming it."""
+def jsonl_records(path: str | Path, *, error: type[Exception] = None, hint: str = "",
+                  encoding: str = "utf-8-sig") -> list[tuple[int, dict]]:
+    """The book's one JSON-lines reader: (line number, object) for every non-blank line.
+
+    A line that is not valid JSON, or not a JSON object, raises ``error`` (default
+    :class:`DataFileError`) naming the file and the line, followed by ``hint`` (what to do).
+    A byte-order mark is accepted.
+    """
+    error = error or DataFileError
     path = Path(path)
     out = []
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding=encoding) as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
                 continue
             try:
-                out.append(json.loads(line))
+                rec = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise DataFileError(
-                    f"{path}: line {n}: not valid JSON ({exc.msg} at column {exc.colno}); "
-                    f"the file is truncated or malformed. Re-download or re-mirror it."
-                ) from None
+                raise error(f"{path}: line {n} is not valid JSON ({exc.msg} at column {exc.colno})"
+                            f"{'; ' + hint if hint else '.'}") from None
+            if not isinstance(rec, dict):
+                raise error(f"{path}: line {n} is a JSON {type(rec).__name__}, not an object"
+                            f"{'; ' + hint if hint else '.'}")
+            out.append((n, rec))
     return out
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    """Read JSON lines; a bad line raises DataFileError naming it."""
+    return [rec for _, rec in jsonl_records(path, hint="the file is truncated or malformed. "
+                                                         "Re-download or re-mirror it.")]
 
 
 def read_json(path: str | Path):
@@ -97,3 +113,15 @@ def csv_separator(path: Path) -> str:
     counts = {sep: header.count(sep) for sep in (";", "\t")}
     best = max(counts, key=counts.get)
     return best if counts[best] else ","
+
+
+def csv_record_lines(path: Path, sep: str) -> np.ndarray | None:
+    """The physical line (1-based) each data record starts on; None if it cannot be matched."""
+    starts, prev = [], 0
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        reader = csv.reader(f, delimiter=sep)
+        for rec in reader:
+            if rec:  # blank lines are skipped, as pandas does
+                starts.append(prev + 1)
+            prev = reader.line_num
+    return np.asarray(starts[1:]) if starts else None  # the first record is the header

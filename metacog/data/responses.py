@@ -14,16 +14,14 @@ counted correctly); in JSON lines the physical line; in Parquet "row N", counted
 
 from __future__ import annotations
 
-import csv
 import difflib
-import json
 import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from metacog.data.files import csv_separator
+from metacog.data.files import csv_record_lines, csv_separator, jsonl_records
 from metacog.tidy import schema
 __all__ = ["ResponseError", "load_responses", "response_notes", "source_label"]
 
@@ -55,7 +53,7 @@ class _Where:
         if self.rows is not None:
             pos = int(self.rows[pos])
         if self.kind == "csv" and self.lines is None:
-            self.lines = _csv_record_lines(self.path, self.sep)
+            self.lines = csv_record_lines(self.path, self.sep)
         if self.lines is not None and pos < len(self.lines):
             return f"line {int(self.lines[pos])}"
         return f"row {pos + 1}"
@@ -77,18 +75,6 @@ class _Where:
 def _plain(value):
     """A NumPy scalar as the Python value it holds (so messages show 1.3, not np.float64(1.3))."""
     return value.item() if isinstance(value, np.generic) else value
-
-
-def _csv_record_lines(path: Path, sep: str) -> np.ndarray | None:
-    """The physical line (1-based) each data record starts on; None if it cannot be matched."""
-    starts, prev = [], 0
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        reader = csv.reader(f, delimiter=sep)
-        for rec in reader:
-            if rec:  # blank lines are skipped, as pandas does
-                starts.append(prev + 1)
-            prev = reader.line_num
-    return np.asarray(starts[1:]) if starts else None  # the first record is the header
 
 
 # ---------------------------------------------------------------------------
@@ -130,22 +116,9 @@ def _read_file(path: Path) -> tuple[pd.DataFrame, _Where]:
 
 
 def _read_jsonl(path: Path) -> tuple[pd.DataFrame, np.ndarray]:
-    records, lines = [], []
-    with open(path, encoding="utf-8-sig") as f:
-        for i, text in enumerate(f, start=1):
-            if not text.strip():
-                continue
-            try:
-                rec = json.loads(text)
-            except json.JSONDecodeError as e:
-                raise ResponseError(f"{path}: line {i} is not valid JSON ({e.msg}); JSON lines hold one "
-                                    "object per line, e.g. {\"model\": \"m\", \"item_id\": \"1\", ...}.") from None
-            if not isinstance(rec, dict):
-                raise ResponseError(f"{path}: line {i} is a JSON {type(rec).__name__}, not an object; "
-                                    "each line must be one response as {\"column\": value, ...}.")
-            records.append(rec)
-            lines.append(i)
-    return pd.DataFrame.from_records(records), np.asarray(lines)
+    pairs = jsonl_records(path, error=ResponseError, hint="JSON lines hold one object per line, "
+                          "e.g. {\"model\": \"m\", \"item_id\": \"1\", ...}.")
+    return pd.DataFrame.from_records([r for _, r in pairs]), np.asarray([n for n, _ in pairs])
 
 
 def _registered(source: str) -> tuple[pd.DataFrame, _Where] | None:
@@ -381,6 +354,17 @@ def load_responses(source, *, columns: dict | None = None, probe: str | None = N
     call :func:`metacog.tidy.schema.conform`) and are not checked again unless ``columns``
     renames theirs. Returns the table with ``attrs["notes"]`` (plain sentences, see
     :func:`response_notes`), ``attrs["source"]`` and ``attrs["label"]``.
+
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "mine.csv"
+    >>> pd.DataFrame({"model": ["m1", "m1", "m2", "m2"], "item_id": ["q1", "q2", "q1", "q2"],
+    ...               "probe": "verbal", "confidence": [0.9, 0.4, 0.7, 0.6],
+    ...               "correct": ["1", "0", "true", "yes"]}).to_csv(path, index=False)
+    >>> df = load_responses(str(path))
+    >>> df["correct"].tolist(), df["confidence"].tolist()
+    ([1.0, 0.0, 1.0, 1.0], [0.9, 0.4, 0.7, 0.6])
+    >>> df.attrs["label"]
+    'mine'
     """
     raw, where, suffix_probe = _resolve(source)
     df = _rename(raw, columns, where)

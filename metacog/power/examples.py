@@ -42,6 +42,12 @@ def example_responses(n_models: int = 11, benchmarks=("algebra", "history", "law
     abilities and thresholds). Returns columns model, item_id, benchmark, domain,
     subject, probe ('verbal_confidence'), sample (0), confidence (continuous, steps
     of 0.05) and correct (0/1). Deterministic given ``seed``.
+
+    >>> df = example_responses(n_models=4, n_items=30, seed=0)
+    >>> len(df), df["model"].nunique(), sorted(df["benchmark"].unique())
+    (360, 4, ['algebra', 'history', 'law'])
+    >>> df.equals(example_responses(n_models=4, n_items=30, seed=0))
+    True
     """
     benchmarks = [str(b) for b in benchmarks]
     if not benchmarks or len(set(benchmarks)) != len(benchmarks):

@@ -140,6 +140,11 @@ def auroc(labels, scores) -> float:
     after that, only one class is present (AUROC is undefined; callers that must refuse
     check for NaN). Raises ValueError for labels other than 0/1, unequal lengths or no
     complete pair. :func:`metacog.stats.auroc_ci` adds DeLong's interval.
+
+    >>> auroc([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    0.75
+    >>> auroc([1, 1, 1], [0.2, 0.5, 0.9])  # one class only: undefined
+    nan
     """
     s, y = paired_vectors(scores, labels, names=("scores", "labels"), unit_a=False)
     n1 = int(y.sum())

@@ -95,6 +95,15 @@ def auroc_ci(y_true, score, *, ci: float = 0.95, min_class: int = 10,
     Pairs with a missing label or score are dropped. Higher scores should mean "positive";
     0.5 is chance. Returns an :class:`AurocResult`; the estimate is NaN when a class is
     empty, and ``sufficient`` is False when a class has fewer than ``min_class`` members.
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.integers(0, 2, 60)
+    >>> r = auroc_ci(y, y * 0.5 + rng.random(60))
+    >>> round(r.estimate, 3), round(r.ci_low, 3), round(r.ci_high, 3), r.n_pos, r.n_neg
+    (0.862, 0.771, 0.953, 34, 26)
+    >>> auroc_ci([1, 1, 0], [0.9, 0.8, 0.1]).sufficient  # too few of each class to decide
+    False
     """
     if method not in ("delong", "logit"):
         raise ValueError(f"auroc_ci: method must be 'delong' or 'logit', got {method!r}.")
@@ -133,6 +142,11 @@ def proportion_ci(k, n, *, ci: float = 0.95, method: str = "wilson") -> tuple[fl
 
     method 'wilson' (score interval) or 'exact' (Clopper-Pearson, from beta quantiles; it
     covers at least ``ci`` for every true proportion). ``(nan, nan)`` when n == 0.
+
+    >>> [round(x, 3) for x in proportion_ci(7, 10)]
+    [0.397, 0.892]
+    >>> [round(x, 3) for x in proportion_ci(7, 10, method="exact")]
+    [0.348, 0.933]
     """
     if method not in ("wilson", "exact"):
         raise ValueError(f"proportion_ci: method must be 'wilson' or 'exact', got {method!r}.")
