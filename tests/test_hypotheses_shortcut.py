@@ -75,8 +75,10 @@ def test_formal_concentration_planted_is_supported():
     assert _status(v, "on formal items, a model with thinking") == SUPPORTED
     account = hs.account_verdicts(v)
     assert len(account) == 1 and account[0].status == SUPPORTED and "twin pairs" in account[0].claim
-    mean = res["twins"].query("pair == 'mean over twin pairs' and subset == 'formal minus other'").iloc[0]
-    assert mean["pairs"] == 8 and mean["difference_ci_low"] > 0
+    mean = res["twins"].query("pair == @hs.SAME and subset == 'formal minus other'").iloc[0]
+    assert mean["pairs"] == 8 and mean["difference_ci_low"] > 0 and not mean["loo_flips"]
+    assert mean["pair_min"] <= mean["difference"] <= mean["pair_max"]
+    assert mean["loo_min"] <= mean["difference"] <= mean["loo_max"]
 
 
 def test_advantage_everywhere_but_not_concentrated_is_never_partly_supported():
@@ -226,7 +228,7 @@ def test_domain_plot_table_drops_panels_with_too_few_twin_pairs():
     rows = []
     for panel, pairs in (("big", 6), ("small", 2)):
         for subset in ("domain: math", "domain: law", "formal minus other"):
-            rows.append({"panel": panel, "pair": "mean over twin pairs", "subset": subset, "pairs": pairs,
+            rows.append({"panel": panel, "pair": hs.SAME, "subset": subset, "pairs": pairs,
                          "difference": 0.1, "difference_ci_low": 0.0, "difference_ci_high": 0.2})
     twins = pd.DataFrame(rows)
     t = sd.domain_plot_table(twins, min_pairs=5)

@@ -369,3 +369,20 @@ def display_ranks(ranks: pd.DataFrame) -> pd.DataFrame:
                                                                   " (at chance)", ""),
                         "predictor": t["predictor"].map(PREDICTOR_NAMES), "domains": t["domains"]})
     return out.assign(**with_ci(t, "rho", "Spearman ρ with the C2 gain (95% CI)", digits=2))
+
+
+def abstention_sentence(summaries: dict, at_most: float = 0.05) -> str:
+    """Whether the cautious policies (C1, C2) use their way out, from :func:`policy_summary`
+    tables: when no model abstains on more than ``at_most`` of items, what separates the
+    policies is the confidence they report."""
+    rates = [t.loc[t["policy"].isin(["c1", "c2"]), "abstain_rate"] for t in summaries.values()]
+    rates = pd.concat(rates) if rates else pd.Series(dtype=float)
+    if rates.empty:
+        return ""
+    top = float(rates.max())
+    if top <= at_most:
+        return (f"The cautious policies barely use their way out (no model abstains on more than "
+                f"{top:.0%} of items), so what separates them is the confidence they report, not "
+                f"their abstentions.")
+    return (f"The cautious policies do use their way out (up to {top:.0%} of items abstained), so "
+            f"their losses mix abstentions with the confidence they report.")

@@ -7,13 +7,16 @@ above chance, :func:`analyse` gives per domain (an MMLU-Pro category, say) and o
   answers that carry a confidence, and among the errors, each with a two-way bootstrap
   interval (items and models resampled);
 - a stability test paper 2 does not make: do confident errors fall on the same items across
-  models more than difficulty predicts? The statistic is the number of model pairs that share
-  a confident error on an item, summed over items, against its expectation under a null that
-  keeps each model's errors (so every item's difficulty and each model's accuracy) and each
-  model's number of confident errors per domain, and moves the confident flags at random
-  among each model's own errors (:func:`metacog.hypotheses.miscalibration_audit.cooccurrence`). The ratio is 1
-  under the null; its interval comes from a bootstrap over items stratified by domain, its
-  p-value from permutations within model x domain.
+  models more than the items themselves predict? The statistic is the number of model pairs
+  that share a confident error on an item, summed over items, against its expectation under a
+  null that keeps the shared item axis: each model's errors stay where they are, and whether
+  an error is confident follows a main-effects model of confidence (the item's shared pull
+  towards confidence, the model's level, its drop when wrong), fitted per domain
+  (:func:`metacog.hypotheses.miscalibration_null.cooccurrence_item_axis`). An independence null,
+  which flags each model's errors without regard to the item, would count models' shared sense
+  of which items look easy as clustering. The ratio is 1 under the null; its interval comes
+  from a bootstrap over items stratified by domain, its p-value from parametric draws; it is
+  judged against :data:`RATIO_SESOI`, the smallest excess worth calling clustering.
 
 Models at chance (:func:`metacog.hypotheses.adequacy.adequacy`) are left out before anything is computed
 and listed by :func:`table` in its notes.
@@ -26,13 +29,19 @@ import pandas as pd
 
 from metacog.hypotheses import miscalibration_audit as mc
 from metacog.hypotheses.common import panel_columns, short_model
-from metacog.hypotheses.verdict import decide
+from metacog.hypotheses.miscalibration_hidden import EQUIVALENCE_MARGIN
+from metacog.hypotheses.miscalibration_null import cooccurrence_item_axis
+from metacog.hypotheses.verdict import decide_meaningful
 
 #: Fewer models above chance than this and co-occurrence across models is not analysed.
 MIN_MODELS = 10
 #: Fewer confident errors than this and the co-occurrence verdict is not decided.
 MIN_OCW = 30
 ALL = "all items"
+#: Smallest effect of interest for the shared-confident-error ratio: 10% more shared pairs than
+#: the null expects. Below that the excess is smaller than the ±10% margin the chapter uses to
+#: call two stabilities equal, too small to make a confident error "a property of the item".
+RATIO_SESOI = EQUIVALENCE_MARGIN
 
 
 def with_options(df: pd.DataFrame) -> pd.DataFrame:
@@ -79,15 +88,19 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, domains: pd.Series,
     """
     thr = _threshold(confidence, threshold)
     rated, wrong, ocw = mc.ocw_flags(confidence, correct, thr)
+    conf = confidence.to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):
+        confident = rated & (conf >= (thr.reindex(confidence.columns).to_numpy(dtype=float)[None, :]
+                                      if isinstance(thr, pd.Series) else float(thr)))
     dom = domains.reindex(confidence.index).astype(str).to_numpy()
     rows, pooled = [], []
     for j, d in enumerate(sorted(set(dom))):
         keep = dom == d
-        r, w, o = rated[keep], wrong[keep], ocw[keep]
+        r, w, o, c = rated[keep], wrong[keep], ocw[keep], confident[keep]
         s = seed + 7919 * j
         share = mc.share_two_way(o, r, n_boot=n_boot, seed=s)
         of_err = mc.share_two_way(o, w, n_boot=n_boot, seed=s + 1)
-        co = mc.cooccurrence(w, o, n_boot=n_boot, n_perm=n_perm, seed=s + 2)
+        co = cooccurrence_item_axis(r, c, w, n_boot=n_boot, n_perm=n_perm, seed=s + 2)
         pooled.append(co)
         rows.append(_row(d, r, share, of_err, co))
     if pooled:
@@ -160,18 +173,20 @@ def table(panelset, *, thresholds: dict | None = None, threshold=0.8, n_boot: in
 
 def verdicts(results: pd.DataFrame) -> list:
     """Per panel, over all items: "confident errors fall on the same items across models beyond
-    what difficulty predicts" — the ratio of shared confident errors to its null expectation
-    lies above 1 (with at least :data:`MIN_MODELS` models and :data:`MIN_OCW` confident errors)."""
+    what the items predict" — the ratio of shared confident errors to its item-axis null
+    expectation lies above 1 + :data:`RATIO_SESOI` (with at least :data:`MIN_MODELS` models and
+    :data:`MIN_OCW` confident errors). A ratio reliably above 1 but within the smallest effect of
+    interest is "not supported": real, and too small to matter."""
     if results is None or results.empty:
         return []
     out = []
     for r in results[results["domain"] == ALL].to_dict("records"):
-        out.append(decide(f"{r['panel']}: confident errors fall on the same items across models beyond "
-                          f"what difficulty predicts", "shared confident errors, observed / expected",
-                          r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"], line=1.0, direction="greater",
-                          n={"models": int(r["models"]), "items": int(r["items"]),
-                             "confident errors": int(r["ocw"])},
-                          min_counts={"models": MIN_MODELS, "confident errors": MIN_OCW}, digits=3))
+        out.append(decide_meaningful(
+            f"{r['panel']}: confident errors fall on the same items across models beyond what the "
+            f"items' shared pull towards confidence predicts", "shared confident errors, observed / expected",
+            r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"], line=1.0, margin=RATIO_SESOI, direction="greater",
+            n={"models": int(r["models"]), "items": int(r["items"]), "confident errors": int(r["ocw"])},
+            min_counts={"models": MIN_MODELS, "confident errors": MIN_OCW}, digits=3))
     return out
 
 
@@ -196,7 +211,7 @@ def display_cooccurrence(results: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"panel": t["panel"], "domain": t["domain"], "confident errors": t["ocw"],
                         "shared pairs observed": t["observed"].round().astype("int64"),
                         "shared pairs expected": t["expected"].round().astype("int64")})
-    out = out.assign(**with_ci(t, "ratio", "observed / expected (95% CI)", digits=2))
+    out = out.assign(**with_ci(t, "ratio", "observed / expected (95% CI)", digits=3))
     out = out.assign(**with_ci(t, "dispersion", "item dispersion, observed / null (95% CI)", digits=2))
     out["permutation p"] = t["p_perm"]
     return out
@@ -212,15 +227,27 @@ def by_domain(results: pd.DataFrame) -> pd.DataFrame:
 
 
 def reading(results: pd.DataFrame) -> str:
-    """What the co-occurrence results say, from the intervals over all items of each panel."""
+    """What the co-occurrence results say, from each panel's verdict (:func:`verdicts`) and its
+    dispersion interval, both against the item-axis null."""
+    from metacog.hypotheses.verdict import SUPPORTED
+
     if results is None or results.empty:
         return ""
     rows = results[results["domain"] == ALL]
-    clustered = [r.panel for r in rows.itertuples() if r.dispersion_ci_low > 1]
-    if not clustered:
-        return ("No panel shows confident errors clustering on items beyond their errors: the "
-                "dispersion intervals reach down to the null.")
-    return (f"In {len(clustered)} of {len(rows)} panels the item counts of confident errors are more "
-            f"dispersed than the null allows: the same items draw confident errors from many models "
-            f"at once, beyond their difficulty. In this population sense a confident error is a "
-            f"property of the item as much as of the model.")
+    decided = {v.claim.split(": ", 1)[0]: v for v in verdicts(results)}
+    clustered = [r.panel for r in rows.itertuples()
+                 if decided.get(r.panel) is not None and decided[r.panel].status == SUPPORTED]
+    dispersed = [r.panel for r in rows.itertuples() if r.dispersion_ci_low > 1 + RATIO_SESOI]
+    sesoi = f"{1 + RATIO_SESOI:g}"
+    if clustered:
+        return (f"In {len(clustered)} of {len(rows)} panels models share confident errors beyond "
+                f"{sesoi} times what the items' shared pull towards confidence predicts: there a "
+                f"confident error is partly a property of the item, not only of the model.")
+    s = (f"No panel shows models sharing confident errors beyond {sesoi} times what the items' "
+         f"shared pull towards confidence predicts (the smallest excess this page counts), so "
+         f"shared confident errors are not shown to be a property of the item beyond how easy it looks.")
+    if dispersed:
+        s += (f" The item counts are more dispersed than that null allows on "
+              f"{', '.join(dispersed)}: some items draw confident errors unevenly, without "
+              f"raising the shared pairs enough to matter.")
+    return s

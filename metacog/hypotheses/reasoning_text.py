@@ -19,7 +19,7 @@ from metacog.memo import memo
 from metacog.hypotheses.common import short_model
 from metacog.tidy.report import fmt_ci, fmt_list, pretty
 from metacog.stats.intervals import auroc_ci
-from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, Verdict, decide
+from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, Verdict, cap, decide
 
 #: Fewer correct (or wrong) texts than this and no claim is made.
 MIN_CLASS = 10
@@ -169,10 +169,20 @@ def display(table: pd.DataFrame):
     return pretty(pd.DataFrame(out))
 
 
+def probe_caveat(r: dict) -> str:
+    """Why a probe's win over the own judgment cannot count, or '' when it can: the probe itself
+    must beat chance (its AUROC interval wholly above 0.5)."""
+    if r["ci_low"] > 0.5:
+        return ""
+    return f"the probe itself is not shown to beat chance (its AUROC {_cell(r)} reaches down to 0.5)"
+
+
 def verdicts(table: pd.DataFrame, skipped: dict | None = None) -> list[Verdict]:
     """Per source: the text probe's AUROC exceeds the model's own Yes/No (difference > 0 on its
-    bootstrap interval, at least :data:`MIN_CLASS` correct and wrong texts). A skipped source
-    gets "insufficient evidence" with its reason."""
+    bootstrap interval, at least :data:`MIN_CLASS` correct and wrong texts). "Supported" also
+    needs the probe itself to beat chance (its DeLong interval above 0.5): a win over a
+    judgment at or below chance by a probe at chance is "insufficient evidence", with that
+    reason. A skipped source gets "insufficient evidence" with its reason."""
     out = []
     for src, g in (table.groupby("source", sort=False) if len(table) else []):
         r = g.set_index("score")
@@ -180,10 +190,11 @@ def verdicts(table: pd.DataFrame, skipped: dict | None = None) -> list[Verdict]:
         if ref is None:
             continue
         x = r.loc[ref]
-        out.append(decide(f"{src}: the text probe beats the model's {JUDGMENTS[ref]}",
-                          "AUROC difference", x["diff"], x["diff_ci_low"], x["diff_ci_high"], line=0.0,
-                          n={"correct texts": int(x["n_pos"]), "wrong texts": int(x["n_neg"])},
-                          min_counts={"correct texts": MIN_CLASS, "wrong texts": MIN_CLASS}, digits=2))
+        v = decide(f"{src}: the text probe beats the model's {JUDGMENTS[ref]}",
+                   "AUROC difference", x["diff"], x["diff_ci_low"], x["diff_ci_high"], line=0.0,
+                   n={"correct texts": int(x["n_pos"]), "wrong texts": int(x["n_neg"])},
+                   min_counts={"correct texts": MIN_CLASS, "wrong texts": MIN_CLASS}, digits=2)
+        out.append(cap(v, [probe_caveat(r.loc["text_probe"].to_dict())], statuses=(SUPPORTED,)))
     for src, why in (skipped or {}).items():
         out.append(Verdict(f"{src}: the text probe beats the model's own Yes/No", "AUROC difference",
                            np.nan, np.nan, np.nan, {}, INSUFFICIENT, why, 0.0, digits=2, basis="missing"))
@@ -195,7 +206,8 @@ def _source(v: Verdict) -> str:
 
 
 def verdict_paragraph(vs: list[Verdict], table: pd.DataFrame | None = None) -> str:
-    """Where the claim holds, fails, or cannot be told, in one paragraph."""
+    """Where the claim holds, fails, or cannot be told, in one paragraph; a source held back by
+    the probe's own AUROC says so."""
     if not vs:
         return "No source was given."
     who = {s: [_source(v) for v in vs if v.status == s] for s in (SUPPORTED, NOT_SUPPORTED, INSUFFICIENT)}
@@ -206,20 +218,28 @@ def verdict_paragraph(vs: list[Verdict], table: pd.DataFrame | None = None) -> s
     if who[INSUFFICIENT]:
         s += f"; the evidence is insufficient on {fmt_list(who[INSUFFICIENT])}"
     s += "."
-    if table is not None and len(table) and who[SUPPORTED]:
-        tp = table[(table["score"] == "text_probe") & table["source"].isin(who[SUPPORTED])]
-        weak = [f"{r['source']} ({_cell(r)})" for r in tp.to_dict("records") if not r["ci_low"] > 0.5]
-        if weak:
-            s += (f" Where it wins, the probe itself is not shown to beat chance on {fmt_list(weak)}: "
-                  f"it wins against a judgment that ranks no better, or worse, than a coin.")
+    held = [v for v in vs if v.basis == "caveat"]
+    if held and table is not None and len(table):
+        tp = table[table["score"] == "text_probe"].set_index("source")
+        parts = [f"{_source(v)}, where the probe leads the own Yes/No by {v.interval()} but is itself "
+                 f"{_cell(tp.loc[_source(v)].to_dict())}" for v in held if _source(v) in tp.index]
+        if parts:
+            s += (f" The lead does not count on {fmt_list(parts)}: a probe that is not shown to beat "
+                  f"chance can only lead a judgment that ranks no better, or worse, than a coin.")
     return s
 
 
 def sampling_baseline(sampled: pd.DataFrame, outcomes: pd.DataFrame, kept: list, *, cv: int = 5,
-                      C: float = 1.0, seed: int = 0) -> tuple[pd.DataFrame, dict, str]:
+                      C: float = 1.0, seed: int = 0, greedy: dict | None = None,
+                      sampled_text: str = "the first sampled reasoning text") -> tuple[pd.DataFrame, dict, str]:
     """The mean of ``k`` sampled yes/no judgments against the text probe on one sampled call,
     on the ``kept`` models. Returns (the k-curve of :func:`metacog.hypotheses.reasoning_text_probe.sample_mean_auroc`,
-    the probe's AUROC row with DeLong's interval, a sentence saying what the comparison shows)."""
+    the probe's AUROC row with DeLong's interval, a sentence saying what the comparison shows).
+
+    The probe here reads ``sampled_text`` (sample 0 of the sampled run), which is not the greedy
+    text of the main comparison: it is another statistic on the same pairs. ``greedy`` (the main
+    table's text-probe row for the same pairs: auroc, ci_low, ci_high, n_pos, n_neg, texts) is
+    quoted beside it so the page never shows two values for one statistic unlabelled."""
     s = sampled[sampled["model"].isin(kept)]
     J, y = reasoning_text_probe.sample_matrix(s, outcomes, "prospective")
     curve = reasoning_text_probe.sample_mean_auroc(J.to_numpy(), y.to_numpy(), seed=seed)
@@ -230,22 +250,41 @@ def sampling_baseline(sampled: pd.DataFrame, outcomes: pd.DataFrame, kept: list,
                                                                    first["correct"].to_numpy())
     r = auroc_ci(probe.y_, probe.oof_proba_, min_class=MIN_CLASS)
     row = {"auroc": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high, "n_pos": r.n_pos, "n_neg": r.n_neg,
-           "pairs": len(J), "models": fmt_list([short_model(m) for m in kept])}
-    shown = _cell(row)
+           "pairs": len(J), "models": fmt_list([short_model(m) for m in kept]), "text": sampled_text}
+    shown = f"the text probe refitted on {sampled_text} of each pair reaches {_cell(row)}"
+    if greedy is not None and set(greedy.get("keys", ())) != set(J.index):
+        greedy = None  # the main comparison pooled other pairs: nothing to set beside it
+    if greedy is not None:
+        shown += (f" (a different text from the greedy one the comparison above reads, where the same "
+                  f"probe reaches {_cell(greedy)} on {int(greedy['texts'])} texts: two texts per pair, "
+                  f"so two statistics)")
     if not r.sufficient:
-        say = f"the text probe on one call reaches {shown}, too few to compare with sampling"
+        say = f"{shown}, too few to compare with sampling"
     elif r.ci_low <= 0.5:
-        say = (f"the text probe on one call reaches {shown}, an interval that includes chance: it is not "
-               f"shown to read anything from the text, so asking how many samples match it is moot")
+        say = (f"{shown}; that interval includes chance: on these texts the probe is not shown to read "
+               f"anything, so asking how many samples match it is moot")
     else:
         match = curve[curve["auroc"] >= r.estimate]
-        say = (f"the text probe on one call reaches {shown}; "
+        say = (f"{shown}; "
                + (f"{int(match['k'].iloc[0])} yes/no samples already match it" if len(match)
                   else f"even {int(curve['k'].max())} yes/no samples do not reach it"))
     if curve["auroc"].iloc[-1] < min(0.5, curve["auroc"].iloc[0]):
         say += ("; the sampled judgments rank below chance and fall further as k grows, so averaging "
                 "sharpens a signal that points the wrong way")
     return curve, row, say
+
+
+def text_probe_row(result: dict, source: str) -> dict | None:
+    """The text probe's row of :func:`analyse`'s table for ``source`` (auroc, ci_low, ci_high,
+    n_pos, n_neg, texts) with ``keys``, its (model, item_id) pairs; None when it was not fitted."""
+    t = result["table"]
+    if not len(t) or source not in result["rows"]:
+        return None
+    r = t[(t["source"] == source) & (t["score"] == "text_probe")]
+    if r.empty:
+        return None
+    rows = result["rows"][source]
+    return {**r.iloc[0].to_dict(), "keys": list(zip(rows["model"], rows["item_id"]))}
 
 
 def pooled_table(result: dict):

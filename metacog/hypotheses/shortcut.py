@@ -27,11 +27,11 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from metacog.hypotheses.shortcut_twins import MIN_PAIRS, NEAR_CONSTANT, SAME, label, name_twins, twin_pairs  # noqa: F401
+
 #: Fewer judges than this in either group (reasoning / non-reasoning) is too few to compare:
 #: resampling so few judges understates how far the group mean could move.
 MIN_JUDGES = 8
-#: Fewer matched twin pairs than this is too few for a mean over pairs.
-MIN_PAIRS = 5
 #: A subset (formal or other items) needs this many items to be analysed.
 MIN_ITEMS = 20
 #: The formal domains by default: Atlas's, Battery's and MMLU-Pro's names for them.
@@ -49,6 +49,9 @@ def reasoning_flags(models, source: str, reasoning_models=()) -> pd.DataFrame:
     any dataset. A model it lacks is a reasoning model when ``reasoning_models`` names it; when
     ``reasoning_models`` names at least one model of this panel, the panel's other unflagged
     models count as non-reasoning; otherwise their flag stays NA (left out of every comparison).
+    Before that, a model the table lacks whose name marks a thinking run ('X-think' beside 'X'
+    or 'X-nothink', as spar names them) is flagged from its name, with its same-weight twin
+    (:func:`metacog.hypotheses.shortcut_twins.name_twins`).
     """
     from metacog.data.model_metadata import DATASETS, flags_for
 
@@ -61,10 +64,14 @@ def reasoning_flags(models, source: str, reasoning_models=()) -> pd.DataFrame:
     declared = any(str(m) in named for m in models)
     out["flag_from"] = np.where(out["found"], np.where(out["verified"], "metadata table",
                                                        "metadata table (unverified)"), "")
+    by_name = name_twins([m for i, m in enumerate(models) if not out.at[i, "found"]])
     for i, m in enumerate(models):
         if out.at[i, "found"]:
             continue
-        if str(m) in named:
+        if str(m) in by_name:
+            out.loc[i, ["reasoning", "twin", "twin_exact"]] = [by_name[str(m)][0], by_name[str(m)][1], True]
+            out.at[i, "flag_from"] = "model name (a '-think' run and its counterpart: same weights)"
+        elif str(m) in named:
             out.at[i, "reasoning"], out.at[i, "flag_from"] = True, "reasoning_models parameter"
         elif declared:
             out.at[i, "reasoning"], out.at[i, "flag_from"] = False, "not in reasoning_models"
@@ -214,51 +221,11 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, domains: pd.Series,
     groups = pd.DataFrame(groups, columns=["subset", "reasoning_judges", "other_judges", "mean_reasoning",
                                            "mean_non_reasoning", "difference", "difference_ci_low",
                                            "difference_ci_high", "p_mann_whitney"])
+    from metacog.hypotheses.shortcut_twins import twins
+
     return {"judges": judges, "groups": groups,
-            "twins": _twins(draws, names, models, flags, rng), "items": {k: int(v.sum()) for k, v in masks.items()}}
-
-
-def _is(flag, value: bool) -> bool:
-    return bool(pd.notna(flag)) and bool(flag) == value
-
-
-def twin_pairs(flags: pd.DataFrame, models) -> list[tuple[str, str, bool]]:
-    """(reasoning model, its non-reasoning twin, exact) for every twin pair with both in ``models``."""
-    present = set(models)
-    f = flags.set_index("model")
-    out = []
-    for m, r in f.iterrows():
-        if _is(r["reasoning"], True) and r["twin"] in present and _is(f.loc[r["twin"], "reasoning"], False):
-            out.append((m, r["twin"], bool(r["twin_exact"])))
-    return out
-
-
-def _twins(draws, names, models, flags, rng) -> pd.DataFrame:
-    pairs = twin_pairs(flags, models)
-    cols = ["pair", "exact", "subset", "pairs", "difference", "difference_ci_low", "difference_ci_high"]
-    if not pairs:
-        return pd.DataFrame(columns=cols)
-    ri = np.array([models.index(a) for a, _, _ in pairs])
-    ni = np.array([models.index(b) for _, b, _ in pairs])
-    per = {sub: draws[:, names.index(sub), ri] - draws[:, names.index(sub), ni] for sub in names}
-    if "formal items" in per and "other items" in per:
-        per[CONTRAST] = per["formal items"] - per["other items"]
-    rows = []
-    for sub, d in per.items():
-        for k, (a, b, exact) in enumerate(pairs):
-            lo, hi = _ci(d[1:, k])
-            rows.append({"pair": f"{a} vs {b}", "exact": exact, "subset": sub, "pairs": 1,
-                         "difference": d[0, k], "difference_ci_low": lo, "difference_ci_high": hi})
-        for label, keep in (("mean over twin pairs", np.ones(len(pairs), bool)),
-                            ("mean over exact twins", np.array([p[2] for p in pairs]))):
-            idx = np.flatnonzero(keep & np.isfinite(d[0]))
-            if label.endswith("exact twins") and (keep.all() or not keep.any()):
-                continue
-            m = _mean_resampled(d, idx, rng, True)
-            lo, hi = _ci(m[1:])
-            rows.append({"pair": label, "exact": pd.NA, "subset": sub, "pairs": len(idx),
-                         "difference": m[0], "difference_ci_low": lo, "difference_ci_high": hi})
-    return pd.DataFrame(rows, columns=cols)
+            "twins": twins(draws, names, models, flags, confidence, rng, contrast=CONTRAST),
+            "items": {k: int(v.sum()) for k, v in masks.items()}}
 
 
 def panel_domains(panel) -> pd.Series:
@@ -326,7 +293,8 @@ _EMPTY = {"flags": ["model", "reasoning", "twin", "twin_exact", "verified", "fla
           "groups": ["subset", "reasoning_judges", "other_judges", "mean_reasoning", "mean_non_reasoning",
                      "difference", "difference_ci_low",
                      "difference_ci_high", "p_mann_whitney"],
-          "twins": ["pair", "exact", "subset", "pairs", "difference", "difference_ci_low", "difference_ci_high"]}
+          "twins": ["pair", "exact", "subset", "pairs", "difference", "difference_ci_low", "difference_ci_high",
+              "pair_min", "pair_max", "loo_min", "loo_max", "loo_flips", "excluded"]}
 
 _CLAIMS = {
     ("judges", "all items"): "reasoning judges are better calibrated to themselves than non-reasoning judges",
@@ -343,9 +311,11 @@ _CLAIMS = {
 def verdicts(result: dict) -> list:
     """Each claim of :data:`_CLAIMS` decided per panel with :func:`metacog.hypotheses.verdict.decide`.
 
-    Judge comparisons need :data:`MIN_JUDGES` judges in each group, twin comparisons
-    :data:`MIN_PAIRS` pairs; the claim is that the difference (or difference of differences)
-    lies above 0.
+    Judge comparisons need :data:`MIN_JUDGES` judges in each group; twin comparisons are
+    decided on same-weight twins alone by :func:`metacog.hypotheses.shortcut_twins.twin_verdicts`
+    (:data:`MIN_PAIRS` pairs, near-constant pairs out, leave-one-pair-out). The claim is that the
+    difference (or difference of differences) lies above 0. Each claim names its panel and the
+    design its judgments come from.
     """
     from metacog.hypotheses.verdict import decide
 
@@ -355,20 +325,14 @@ def verdicts(result: dict) -> list:
         key = ("judges", r["subset"])
         if key not in _CLAIMS:
             continue
-        out.append(decide(f"{r['panel']}: {_CLAIMS[key]}", "reasoning minus non-reasoning self-advantage (τ-b)",
+        out.append(decide(f"{label(r)}: {_CLAIMS[key]}", "reasoning minus non-reasoning self-advantage (τ-b)",
                           r["difference"], r["difference_ci_low"], r["difference_ci_high"], line=0.0,
                           direction="greater", n={"reasoning judges": int(r["reasoning_judges"]),
                                                   "non-reasoning judges": int(r["other_judges"])},
                           min_counts={"reasoning judges": MIN_JUDGES, "non-reasoning judges": MIN_JUDGES}))
-    t = result["twins"]
-    for r in t[t["pair"] == "mean over twin pairs"].to_dict("records"):
-        key = ("twins", r["subset"])
-        if key not in _CLAIMS:
-            continue
-        out.append(decide(f"{r['panel']}: {_CLAIMS[key]}", "thinking minus non-thinking twin self-advantage (τ-b)",
-                          r["difference"], r["difference_ci_low"], r["difference_ci_high"], line=0.0,
-                          direction="greater", n={"twin pairs": int(r["pairs"])},
-                          min_counts={"twin pairs": MIN_PAIRS}))
+    from metacog.hypotheses.shortcut_twins import twin_verdicts
+
+    out += twin_verdicts(result["twins"], {sub: c for (kind, sub), c in _CLAIMS.items() if kind == "twins"})
     return out
 
 

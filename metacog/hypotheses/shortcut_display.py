@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from metacog.hypotheses.shortcut import CONTRAST, MIN_JUDGES, MIN_PAIRS
+from metacog.hypotheses.shortcut_twins import ALL_PAIRS, NEAR_CONSTANT, SAME, design
 
 ORDER = ("all items", "formal items", "other items", CONTRAST)
 
@@ -21,7 +22,8 @@ def flag_summary(flags: pd.DataFrame) -> pd.DataFrame:
     for panel, f in flags.groupby("panel", sort=False):
         pairs = twin_pairs(f, f["model"].tolist())
         r = f["reasoning"]
-        rows.append({"panel": panel, "models": len(f), "reasoning": int(r.eq(True).sum()),
+        rows.append({"panel": panel, "design": design(f["timing"].iloc[0]) if "timing" in f else "",
+                     "models": len(f), "reasoning": int(r.eq(True).sum()),
                      "non-reasoning": int(r.eq(False).sum()), "no flag": int(r.isna().sum()),
                      "unverified flags": int(f["flag_from"].str.contains("unverified").sum()),
                      "twin pairs": len(pairs),
@@ -37,7 +39,7 @@ def display_groups(groups: pd.DataFrame) -> pd.DataFrame:
 
     g = groups.assign(_o=groups["subset"].map({s: i for i, s in enumerate(ORDER)})).sort_values(
         ["panel", "_o"], kind="stable")
-    out = pd.DataFrame({"panel": g["panel"], "items": g["subset"], "reasoning judges": g["reasoning_judges"],
+    out = pd.DataFrame({"panel": g["panel"], "design": g["timing"].map(design), "items": g["subset"], "reasoning judges": g["reasoning_judges"],
                         "non-reasoning judges": g["other_judges"],
                         "mean self-advantage, reasoning": g["mean_reasoning"],
                         "mean self-advantage, non-reasoning": g["mean_non_reasoning"]})
@@ -48,28 +50,42 @@ def display_groups(groups: pd.DataFrame) -> pd.DataFrame:
 
 def display_twins(twins: pd.DataFrame, subsets=ORDER) -> pd.DataFrame:
     """One row per twin pair (and the means over pairs), one column per subset: the thinking twin's
-    self-advantage minus its non-thinking twin's, with its 95% interval in words (and, for
-    means, the number of pairs averaged)."""
-    from metacog.tidy.report import fmt_ci, fmt_count
+    self-advantage minus its non-thinking twin's, with its 95% interval in words. A mean says how
+    many pairs it averages, their spread (lowest to highest pair) and the leave-one-pair-out
+    range; with fewer than :data:`MIN_PAIRS` pairs it has no interval. Excluded pairs say why."""
+    from metacog.tidy.report import fmt_ci, fmt_count, fmt_num, fmt_range
 
     t = twins[twins["subset"].isin(subsets)]
     if t.empty:
         return pd.DataFrame(columns=["panel", "pair"])
     text = []
-    for r in t.itertuples():
-        if pd.isna(r.difference):
+    for r in t.to_dict("records"):
+        if pd.isna(r["difference"]):
             text.append("–")
-            continue
-        s = fmt_ci(r.difference, r.difference_ci_low, r.difference_ci_high, digits=3)
-        text.append(f"{s[:-1]}; {fmt_count(r.pairs, 'pair')})" if r.pair.startswith("mean over") and s.endswith(")") else s)
+        elif not str(r["pair"]).startswith("mean over"):
+            text.append(fmt_ci(r["difference"], r["difference_ci_low"], r["difference_ci_high"], digits=3)
+                        + (" (excluded)" if r.get("excluded") else ""))
+        else:
+            spread = f"pairs {fmt_range(r['pair_min'], r['pair_max'], digits=3, sep=' to ')}"
+            if pd.isna(r["difference_ci_low"]):
+                text.append(f"{fmt_num(r['difference'], 3)} (no interval: {fmt_count(r['pairs'], 'pair')}, "
+                            f"fewer than {MIN_PAIRS}; {spread})")
+                continue
+            s = fmt_ci(r["difference"], r["difference_ci_low"], r["difference_ci_high"], digits=3)
+            loo = f"leave one out {fmt_range(r['loo_min'], r['loo_max'], digits=3, sep=' to ')}"
+            text.append(f"{s[:-1]}; {fmt_count(r['pairs'], 'pair')}; {spread}; {loo}"
+                        + ("; flips" if bool(r["loo_flips"]) else "") + ")")
     t = t.assign(text=text)
     wide = t.pivot_table(index=["panel", "pair"], columns="subset", values="text", aggfunc="first", sort=False)
     wide = wide[[s for s in subsets if s in wide.columns]].reset_index()
-    exact = twins.drop_duplicates(["panel", "pair"]).set_index(["panel", "pair"])["exact"]
-    kind = ["mean" if q.startswith("mean over") else
-            ("same weights" if exact.get((p, q)) is True else "related models")
-            for p, q in zip(wide["panel"], wide["pair"])]
-    wide.insert(2, "twins", kind)
+    first = twins.drop_duplicates(["panel", "pair"]).set_index(["panel", "pair"])
+    kind = {SAME: "same weights (the verdict)", ALL_PAIRS: "all pairs (not the verdict)"}
+    wide.insert(2, "twins", [kind.get(q) or ("same weights" if first.at[(p, q), "exact"] is True else "related models")
+                             for p, q in zip(wide["panel"], wide["pair"])])
+    if "timing" in first:
+        wide.insert(1, "design", [design(first.at[(p, q), "timing"]) for p, q in zip(wide["panel"], wide["pair"])])
+    ex = first["excluded"] if "excluded" in first else pd.Series(dtype=object)
+    wide["left out because"] = [ex.get((p, q)) or "–" for p, q in zip(wide["panel"], wide["pair"])]
     wide.columns.name = None
     return wide.fillna("–")
 
@@ -78,12 +94,12 @@ def domain_plot_table(twins: pd.DataFrame, min_pairs: int = MIN_PAIRS) -> pd.Dat
     """The mean-over-pairs difference per MMLU-Pro-style domain, for the figure: panel, domain,
     difference, ci_low, ci_high.
 
-    Only panels where some subset has at least ``min_pairs`` twin pairs are kept (the chapter's
-    count rule: fewer pairs decide nothing, so they are not plotted either).
+    Same-weight twins only, and only panels where they number at least ``min_pairs`` (the
+    chapter's count rule: fewer pairs decide nothing, so they are not plotted either).
     """
-    enough = twins.groupby("panel")["pairs"].max()
+    enough = twins[twins["pair"] == SAME].groupby("panel")["pairs"].max()
     keep = set(enough[enough >= min_pairs].index)
-    t = twins[(twins["pair"] == "mean over twin pairs") & twins["subset"].str.startswith("domain: ")
+    t = twins[(twins["pair"] == SAME) & twins["subset"].str.startswith("domain: ")
               & twins["panel"].isin(keep)]
     return pd.DataFrame({"panel": t["panel"], "domain": t["subset"].str.removeprefix("domain: "),
                          "difference": t["difference"], "ci_low": t["difference_ci_low"],
@@ -116,7 +132,32 @@ def verdict_paragraph(account: list, decided: list) -> str:
 def thresholds_sentence() -> str:
     """The count thresholds in words, for the page."""
     return (f"at least {MIN_JUDGES} judges with a defined self-advantage in each group, or at least "
-            f"{MIN_PAIRS} twin pairs")
+            f"{MIN_PAIRS} same-weight twin pairs, none of whose judgments gives one value on more than "
+            f"{NEAR_CONSTANT:.0%} of its items")
+
+
+def design_sentence(flags: pd.DataFrame, decided: list) -> str:
+    """Which designs the sources come from and which of them decided anything: paper 1's
+    shortcut claim is about prospective judgments, so a verdict from judgments made after
+    answering is labelled as such."""
+    from metacog.hypotheses.verdict import INSUFFICIENT
+    from metacog.tidy.report import fmt_list
+
+    if flags.empty:
+        return ""
+    by = flags.drop_duplicates("panel").assign(design=lambda f: f["timing"].map(design))
+    parts = [f"{fmt_list(list(g['panel']))} ({d})" for d, g in by.groupby("design", sort=False)]
+    decisive = sorted({v.claim.split(": ", 1)[0].rsplit(" (", 1)[-1].rstrip(")") for v in decided
+                       if v.status != INSUFFICIENT})
+    s = f"The sources' designs: {'; '.join(parts)}."
+    pro = [d for d in by["design"].unique() if d.startswith("prospective")]
+    if not pro:
+        s += " None is prospective, while paper 1's shortcut claim is about judgments made before answering."
+    elif not any(d.startswith("prospective") for d in decisive):
+        s += (" No prospective source decides any claim here (see the counts above), so every decided "
+              "verdict comes from judgments made after answering, not from the prospective judgments "
+              "paper 1's shortcut claim is about.")
+    return s
 
 
 def display_rates(rates: pd.DataFrame) -> pd.DataFrame:

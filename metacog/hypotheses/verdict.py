@@ -64,7 +64,7 @@ class Verdict:
     margin: float | None = None
     detectable: float | None = None
     digits: int = 3
-    basis: str = field(default="", repr=False)  # 'above', 'below', 'margin', 'straddle', 'counts', 'missing', 'power'
+    basis: str = field(default="", repr=False)  # 'above', 'below', 'margin', 'straddle', 'counts', 'missing', 'power', 'caveat', 'beyond', 'sesoi'
 
     def interval(self) -> str:
         """'0.021 (95% CI 0.008 to 0.034)'."""
@@ -89,6 +89,8 @@ class Verdict:
             "margin": f"rules out effects of {_g(self.margin or 0)} or more from {line}, "
                       f"the smallest effect of interest",
             "straddle": f"straddles {line}",
+            "beyond": f"lies beyond {_g(self.line + (self.margin or 0) * (1 if self.direction != 'less' else -1))}, "
+                      f"the smallest effect of interest",
         }.get(self.basis)
         return f"{head} {where}." if where else f"{head}: {self.reason}."
 
@@ -205,3 +207,57 @@ def from_auroc(claim: str, result, *, line: float = 0.5, direction: str = "great
     return decide(claim, statistic, result.estimate, result.ci_low, result.ci_high, line=line,
                   direction=direction, n={"positives": result.n_pos, "negatives": result.n_neg},
                   min_counts={"positives": need, "negatives": need}, level=result.ci, **kw)
+
+
+def cap(v: Verdict, caveats, *, statuses=(SUPPORTED, NOT_SUPPORTED)) -> Verdict:
+    """``v``, no stronger than its weakest caveat.
+
+    ``caveats`` are sentences, each naming a precondition of the claim that failed (e.g. "the
+    probe itself is not shown to beat chance"); empty ones are ignored. When any is left and
+    ``v``'s status is in ``statuses``, the verdict becomes "insufficient evidence" and its
+    reason says what the interval showed and which caveats stop it; otherwise ``v`` comes back
+    unchanged.
+    """
+    from dataclasses import replace
+
+    caveats = [str(c) for c in (caveats or []) if c]
+    if not caveats or v.status not in statuses:
+        return v
+    return replace(v, status=INSUFFICIENT, basis="caveat",
+                   reason=f"{v.reason}, but {'; and '.join(caveats)}, so the claim cannot be decided")
+
+
+def decide_meaningful(claim: str, statistic: str, estimate: float, ci_low: float, ci_high: float, *,
+                      margin: float, line: float = 0.0, direction: str = "greater", **kw) -> Verdict:
+    """:func:`decide` where an effect must also be large enough to matter.
+
+    ``margin`` is the smallest effect of interest (a distance from ``line``). "Supported" needs
+    the whole interval beyond ``line`` ± ``margin`` on the claimed side; an interval on the
+    claimed side of ``line`` but wholly within the margin is "not supported" (a real effect,
+    smaller than any that matters: significant only because the sample is large); one that
+    reaches past the margin without clearing it is "insufficient evidence".
+    """
+    from dataclasses import replace
+
+    if direction == "differs":
+        raise ValueError("decide_meaningful: give direction 'greater' or 'less'.")
+    v = decide(claim, statistic, estimate, ci_low, ci_high, line=line, direction=direction, margin=margin, **kw)
+    if v.status != SUPPORTED:
+        return v
+    sign = 1.0 if direction == "greater" else -1.0
+    edge = line + sign * margin
+    near, far = (ci_low, ci_high) if direction == "greater" else (ci_high, ci_low)
+    if sign * (near - edge) > 0:
+        return replace(v, basis="beyond",
+                       reason=f"{v.reason} and beyond {_g(edge)}, the smallest effect of interest")
+    iv = (f"the {v.level * 100:g}% interval "
+          f"({fmt_range(ci_low, ci_high, digits=v.digits, sep=' to ')})")
+    if sign * (far - edge) < 0:
+        return replace(v, status=NOT_SUPPORTED, basis="margin",
+                       reason=f"{iv} lies {'above' if sign > 0 else 'below'} {_g(line)} but wholly within "
+                              f"{_g(margin)} of it, the smallest effect of interest: a real effect too "
+                              f"small to matter")
+    return replace(v, status=INSUFFICIENT, basis="sesoi",
+                   reason=f"{iv} lies {'above' if sign > 0 else 'below'} {_g(line)} but reaches across "
+                          f"{_g(edge)}, so whether the effect reaches the smallest effect of interest "
+                          f"({_g(margin)}) cannot be told")
