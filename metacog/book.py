@@ -140,23 +140,69 @@ def _first_lines(text: str, n: int = 25) -> str:
 
 
 def _shared_digest(root: Path) -> bytes:
-    """Digest of what every chapter depends on: the package, the data caches and the mirror setting."""
+    """Digest of what every chapter may read: the project's data folder, the package's data
+    files (everything in it but Python sources, e.g. sha256 manifests) and the mirror setting.
+    The Python code a chapter runs is in its own fingerprint (:func:`_code_digest`)."""
+    from metacog import memo
+
     h = hashlib.sha256()
-    for folder in ("metacog", "data"):
-        for p in sorted((root / folder).rglob("*")):
-            if p.is_file() and "__pycache__" not in p.parts:
-                h.update(str(p.relative_to(root)).encode())
-                h.update(str(p.stat().st_size).encode())
-                h.update(hashlib.sha256(p.read_bytes()).digest() if p.stat().st_size < 50_000_000 else b"")
+    files = [(root, p) for p in sorted((root / "data").rglob("*"))]
+    files += [(memo.PACKAGE.parent, p) for p in sorted(memo.PACKAGE.rglob("*")) if p.suffix != ".py"]
+    for base, p in files:
+        if p.is_file() and "__pycache__" not in p.parts:
+            h.update(str(p.relative_to(base)).encode())
+            h.update(str(p.stat().st_size).encode())
+            h.update(hashlib.sha256(p.read_bytes()).digest() if p.stat().st_size < 50_000_000 else b"")
     h.update(os.environ.get("METACOG_DATA_MIRROR", "").encode())
     return h.digest()
 
 
+def notebook_modules(source: Path) -> list[str]:
+    """The ``metacog`` modules a chapter's code cells import (``from metacog.x import y`` counts
+    ``metacog.x`` and, when it is a module, ``metacog.x.y``)."""
+    import ast
+
+    from metacog import memo
+
+    names = set()
+    for cell in _read_notebook(source).cells:
+        if cell.cell_type != "code":
+            continue
+        code = "\n".join(l for l in cell.source.splitlines() if not l.lstrip().startswith(("%", "!")))
+        try:
+            tree = ast.parse(code)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module)
+                names.update(f"{node.module}.{a.name}" for a in node.names)
+    # 'metacog' itself is only the package docstring; its code_version would be the whole package
+    return sorted(n for n in names if n != "metacog" and memo._module_file(n) is not None)
+
+
+def _code_digest(source: Path) -> str:
+    """The code a chapter runs: each ``metacog`` module its notebook imports, with everything
+    those import (:func:`metacog.memo.code_version`). A change elsewhere in the package does
+    not re-execute the chapter."""
+    from metacog import memo
+
+    h = hashlib.sha256()
+    for module in notebook_modules(source):
+        h.update(module.encode())
+        h.update(memo.code_version(module).encode())
+    return h.hexdigest()
+
+
 def _fingerprint(chapter: Chapter, root: Path, shared: bytes) -> str:
-    """What an executed chapter depends on: its source, its parameters and the shared digest."""
+    """What an executed chapter depends on: its source, its parameters, the code it imports
+    and the shared digest."""
     h = hashlib.sha256()
     h.update((root / chapter.source).read_bytes())
     h.update(json.dumps(chapter.parameters, sort_keys=True).encode())
+    h.update(_code_digest(root / chapter.source).encode())
     h.update(shared)
     return h.hexdigest()
 

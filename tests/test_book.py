@@ -296,3 +296,29 @@ def test_two_processes_building_into_one_folder_take_turns(tmp_path):
     for p in pages:
         nbformat.read(tmp_path / f"_build/src/notebooks/{p}.ipynb", as_version=4)  # whole, readable
     assert any("waiting for it to finish" in o[0] for o in outs) or any("reusing" in o[0] for o in outs)
+
+
+def test_a_chapter_is_re_executed_only_when_code_it_imports_changes(tmp_path, monkeypatch):
+    """The fingerprint of an executed chapter follows the metacog modules its notebook imports
+    (and what they import), not the whole package: a change to a module a chapter does not use
+    leaves it unchanged."""
+    from metacog import memo
+
+    root = make_root(tmp_path, [{"page": p, "source": f"notebooks/{p}.md", "parameters": "s"}
+                                for p in ("uses_stats", "uses_report")], {"s": {}}, {
+        "uses_stats": ("Stats", "from metacog.stats import calibration\nprint(calibration.auroc([0, 1], [0.2, 0.8]))"),
+        "uses_report": ("Report", "from metacog.tidy import report\nprint(report.fmt_num(0.5))")})
+    chapters = {c.page: c for c in book.load_manifest(root)}
+    assert book.notebook_modules(root / chapters["uses_stats"].source) == ["metacog.stats", "metacog.stats.calibration"]
+    shared = book._shared_digest(root)
+    before = {p: book._fingerprint(c, root, shared) for p, c in chapters.items()}
+    real = memo.code_version
+
+    def edited(module):  # as if metacog/stats/calibration.py had changed
+        v = real(module)
+        return v + "-edited" if module in ("metacog.stats", "metacog.stats.calibration") else v
+
+    monkeypatch.setattr(memo, "code_version", edited)
+    after = {p: book._fingerprint(c, root, shared) for p, c in chapters.items()}
+    assert after["uses_stats"] != before["uses_stats"]
+    assert after["uses_report"] == before["uses_report"]

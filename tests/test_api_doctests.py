@@ -1,0 +1,43 @@
+"""The examples in the docstrings the API page (book/api.md) documents run, and print what they
+show: every function the page lists is found, and the page shows at least a handful of
+examples."""
+
+import doctest
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+PAGE = Path(__file__).resolve().parents[1] / "book" / "api.md"
+TARGETS = re.findall(r"\.\. auto(?:function|class):: (metacog[\w.]+)", PAGE.read_text())
+
+
+def _object(dotted: str):
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def test_the_page_lists_functions_that_exist():
+    assert len(TARGETS) >= 10
+    for dotted in TARGETS:
+        assert callable(_object(dotted)), dotted
+
+
+@pytest.mark.parametrize("dotted", TARGETS)
+def test_docstring_examples_run(dotted, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    obj = _object(dotted)
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    module = importlib.import_module(obj.__module__)
+    for test in finder.find(obj, dotted, module=module, globs=dict(vars(module))):
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{dotted}: {result.failed} of {result.attempted} examples failed"
+
+
+def test_the_page_shows_examples():
+    finder = doctest.DocTestFinder(recurse=False)
+    examples = sum(len(t.examples) for d in TARGETS for t in finder.find(_object(d), d))
+    assert examples >= 15
