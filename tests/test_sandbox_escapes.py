@@ -1,15 +1,20 @@
-"""The sealed sandbox against the escapes of issue #16.
+"""The sealed sandbox against the escapes of issues #16 and #27.
 
 Each test runs hostile code and checks, from the host, that it got nowhere:
 a detached child that outlives the limit, the parent's environment through
 /proc, a forged verdict from the stack, the network through a re-imported
-_socket or a child python, a fork bomb, and a write outside the work folder.
+_socket or a child python, a fork bomb, a write outside the work folder,
+SysV shared memory / message queues / semaphores left for the host, the
+checkout's .git/config, a world-writable host file, and a disk filled with
+files each under the per-file cap.
 Where the machine cannot make the namespaces, the sandbox refuses to run (one
 test checks the refusal) and the others are skipped with the reason.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import os
 import secrets
 import socket
@@ -22,6 +27,7 @@ import pytest
 
 from metacog.benchmarks import sandbox
 
+ROOT = Path(__file__).resolve().parents[1]
 _OK, _WHY = sandbox.available()
 sealed = pytest.mark.skipif(not _OK, reason=f"sealed sandbox unavailable here: {_WHY}")
 
@@ -244,3 +250,151 @@ def test_patching_the_comparison_cannot_forge_a_scicode_pass():
     res = sc.run_tests(item, patcher)
     assert not res.passed and res.n_passed == 0, res.describe()
     assert sc.run_tests(item, item.gold).passed  # the same step passes with the reference
+
+
+def _sysv_keys() -> dict[str, set[int]]:
+    """Keys of the host's SysV shared memory segments, message queues and semaphore sets."""
+    keys = {}
+    for kind in ("shm", "msg", "sem"):
+        lines = Path(f"/proc/sysvipc/{kind}").read_text().splitlines()[1:]
+        keys[kind] = {int(line.split()[0]) for line in lines if line.strip()}
+    return keys
+
+
+_IPC_MAKER = """
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+key, token = int(sys.argv[1]), sys.argv[2].encode()
+shm = libc.shmget(key, 4096, 0o1666)            # IPC_CREAT | 0666
+addr = libc.shmat(shm, None, 0)
+ctypes.memmove(addr, token, len(token))
+msq = libc.msgget(key, 0o1666)
+class Msg(ctypes.Structure):
+    _fields_ = [("mtype", ctypes.c_long), ("mtext", ctypes.c_char * 64)]
+sent = libc.msgsnd(msq, ctypes.byref(Msg(1, token)), len(token), 0)
+sem = libc.semget(key, 1, 0o1666)
+print("made", shm, msq, sem, sent, flush=True)
+time.sleep(float(sys.argv[3]))
+"""
+
+
+@sealed
+def test_sysv_ipc_made_inside_never_reaches_the_host():
+    key = secrets.randbelow(2**31 - 2) + 1
+    token = "ipc" + secrets.token_hex(8)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    seen_during: list[str] = []
+    box: dict = {}
+    th = threading.Thread(
+        target=lambda: box.update(res=sandbox.run_code(_IPC_MAKER, args=[str(key), token, "2"])))
+    th.start()
+    while th.is_alive():  # look while the run holds its objects, not only after
+        seen_during += [kind for kind, keys in _sysv_keys().items() if key in keys]
+        th.join(0.05)
+    res = box["res"]
+    after = {kind for kind, keys in _sysv_keys().items() if key in keys}
+    leaked = ""
+    shm = libc.shmget(key, 0, 0)
+    shm_errno = ctypes.get_errno()
+    if shm >= 0:  # the old sandbox: the host reads what the code wrote, then cleans up
+        leaked = ctypes.string_at(libc.shmat(shm, None, 0), len(token)).decode("latin-1")
+        libc.shmctl(shm, 0, None)  # IPC_RMID
+    for get, rm in ((lambda: libc.msgget(key, 0), libc.msgctl), (lambda: libc.semget(key, 0, 0), None)):
+        ident = get()
+        if ident >= 0:
+            rm(ident, 0, None) if rm else libc.semctl(ident, 0, 0)
+    # the run did make all three objects (in its own namespace)...
+    made = res.stdout.split()
+    assert res.ok and made[0] == "made" and all(int(x) >= 0 for x in made[1:4]), res.stdout + res.stderr
+    assert int(made[4]) == 0
+    # ...and the host never saw them, during the run or after
+    assert token not in leaked, f"the host read {leaked!r} from the run's shared memory"
+    assert seen_during == [] and after == set(), (sorted(set(seen_during)), after)
+    assert shm == -1 and shm_errno == errno.ENOENT
+
+
+@sealed
+def test_checkout_is_hidden_but_python_and_numpy_still_load():
+    secrets_to_try = [ROOT / ".git" / "config", ROOT / "README.md",
+                      ROOT / "notebooks" / "manifest.yml", ROOT / "metacog" / "benchmarks" / "scicode.py"]
+    code = textwrap.dedent(f"""
+        import os, numpy, scipy.special
+        for p in {[str(p) for p in secrets_to_try]!r}:
+            try:
+                print('read', p, len(open(p, 'rb').read()))
+            except OSError as exc:
+                print('refused', p, type(exc).__name__)
+        print('checkout holds', sorted(os.listdir({str(ROOT)!r})))
+        print('numpy', float(scipy.special.gamma(5)))
+    """)
+    assert (ROOT / ".git" / "config").is_file()  # readable here, on the host
+    res = sandbox.run_code(code)
+    assert res.ok, res.stderr
+    for p in secrets_to_try:
+        assert f"refused {p} FileNotFoundError" in res.stdout, res.stdout
+    assert "numpy 24.0" in res.stdout
+    listed = res.stdout.split("checkout holds")[1].splitlines()[0]
+    assert ".git" not in listed and "README.md" not in listed
+
+
+@sealed
+def test_host_filesystem_is_read_only_even_where_the_uid_may_write():
+    token = secrets.token_hex(8)
+    open_dir = ROOT.parent / f".sandbox-escape-{token}"  # world-writable, on no covered path
+    open_dir.mkdir(mode=0o777)
+    os.chmod(open_dir, 0o1777)
+    victim = open_dir / "victim.txt"
+    victim.write_text("original")
+    os.chmod(victim, 0o666)
+    code = textwrap.dedent(f"""
+        import errno
+        for p, mode in (({str(victim)!r}, 'a'), ({str(open_dir / 'new.txt')!r}, 'w')):
+            try:
+                open(p, mode).write('forged')
+                print('wrote', p)
+            except OSError as exc:
+                print('refused', p, errno.errorcode[exc.errno])
+        open('inside.txt', 'w').write('fine')
+    """)
+    try:
+        res = sandbox.run_code(code, outputs=("inside.txt",))
+        assert res.ok and res.outputs == {"inside.txt": b"fine"}, res.stderr
+        assert res.stdout.count("EROFS") == 2, res.stdout  # the mount refuses, not the permissions
+        assert victim.read_text() == "original" and sorted(os.listdir(open_dir)) == ["victim.txt"]
+    finally:
+        for f in open_dir.iterdir():
+            f.unlink()
+        open_dir.rmdir()
+
+
+@sealed
+def test_total_writes_are_capped_by_the_disk_quota():
+    code = textwrap.dedent("""
+        import errno, os
+        chunk = b'x' * (1 << 20)
+        whole = []
+        for i in range(12):  # 12 x 60 MB, each under the 64 MB file cap; box, /tmp, /dev/shm share the quota
+            path = (f'big{i}', f'/tmp/big{i}', f'/dev/shm/big{i}')[i % 3]
+            try:
+                with open(path, 'wb') as fh:
+                    for _ in range(60):
+                        fh.write(chunk)
+                whole.append(path)
+            except OSError as exc:
+                print('failed', path, errno.errorcode[exc.errno])
+        print('whole', len(whole))
+    """)
+    res = sandbox.run_code(code, file_mb=64)  # disk_mb defaults to 64
+    assert res.ok, res.stderr
+    assert "whole 1" in res.stdout and res.stdout.count("ENOSPC") == 11, res.stdout
+    assert res.disk_full and res.disk_bytes <= 64 * 1024 * 1024 and "disk quota full" in res.describe()
+    # the per-file cap still holds under a larger quota
+    one = sandbox.run_code("import errno\ntry:\n    open('f', 'wb').write(b'x' * (9 << 20))\n"
+                           "except OSError as exc:\n    print(errno.errorcode[exc.errno])\n",
+                           file_mb=8, disk_mb=64)
+    assert one.stdout.strip() == "EFBIG" and not one.disk_full, one.stdout + one.stderr
+    # and the output streams are capped too (128 MB together, whatever the file cap): 140 MB fails
+    loud = sandbox.run_code("import sys\nsys.stdout.write('y' * (140 << 20))\n", file_mb=512)
+    assert loud.returncode != 0 and 0 < len(loud.stdout) <= 4 * 1024 * 1024

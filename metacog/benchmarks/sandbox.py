@@ -1,13 +1,18 @@
 """Run untrusted Python (model-written code) sealed off from this process and this machine.
 
 Never in-process. Each run is started, with an environment holding nothing but
-PATH and the locale, as PID 1 of its own PID, mount and network namespaces
+PATH and the locale, as PID 1 of its own PID, mount, network and IPC namespaces
 (``unshare``), from which :mod:`metacog.benchmarks._sandbox_init`:
 
-- covers the user's home and the metacog caches with empty tmpfs (binding back
-  read-only only the Python installation) and gives /tmp, /var/tmp, /dev/shm
-  and /run/lock private tmpfs, so nothing written outside the work folder
-  reaches the disk and no answer key or API-key file is readable;
+- makes the whole host filesystem read-only; covers the checkout, /root, /home,
+  the users' homes, the metacog caches and the data mirror with empty tmpfs,
+  binding back read-only only the Python installation (even a venv inside the
+  checkout) and the scripts it runs, so no answer key, API-key file or .git is
+  readable;
+- gives the run one size-limited tmpfs (``disk_mb``) that holds its work folder
+  and its /tmp, /var/tmp, /dev/shm and /run/lock, and another for its stdout
+  and stderr (twice the file cap, 128 MB at most): the total it writes is
+  capped, and none of it reaches the disk;
 - runs the code as a fresh unprivileged uid that owns only its work folder,
   with rlimits on CPU seconds, address space, file size and process count;
 - sends its output to files (never pipes), and at exit or at the deadline
@@ -16,9 +21,11 @@ PATH and the locale, as PID 1 of its own PID, mount and network namespaces
 - optionally runs a trusted *judge* afterwards, as a separate process the
   untrusted code could never reach, which alone writes the verdict.
 
-The network namespace has no interfaces up, so sockets fail however they are
-made; a socket guard (``_sandbox_boot``) also makes the first attempt fail
-with a clear PermissionError. Where the namespaces or root are not available,
+SysV shared memory, message queues and semaphores made inside live in the
+run's IPC namespace and vanish with it. The network namespace has no
+interfaces up, so sockets fail however they are made; a socket guard
+(``_sandbox_boot``) also makes the first attempt fail with a clear
+PermissionError. Where the namespaces or root are not available,
 :func:`run_script` raises :class:`SandboxUnavailable` instead of running the
 code unsafely.
 """
@@ -43,8 +50,8 @@ INIT = HERE / "_sandbox_init.py"
 
 #: Environment variables passed to the sandbox (everything else, keys and proxies included, is dropped).
 _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
-_UNSHARE_FLAGS = ("--pid", "--fork", "--net", "--mount", "--mount-proc", "--kill-child")
-#: World-writable folders that get a private, throw-away tmpfs inside the sandbox.
+_UNSHARE_FLAGS = ("--pid", "--fork", "--net", "--ipc", "--mount", "--mount-proc", "--kill-child")
+#: World-writable folders that get a private, throw-away folder of the run's quota tmpfs.
 SCRATCH = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 _READ_CAP = 4 * 1024 * 1024
 
@@ -81,6 +88,8 @@ class SandboxResult:
     network_isolation: str  # 'netns'
     outputs: dict[str, bytes] = field(default_factory=dict)  # requested files read back
     uid: int = -1  # the unprivileged uid the code ran as
+    disk_bytes: int = 0  # bytes held in the run's quota tmpfs at its end
+    disk_full: bool = False  # the quota (``disk_mb``) was used up at the end of the run
     judge_returncode: int | None = None
     judge_stderr: str = ""
     judge_outputs: dict[str, bytes] = field(default_factory=dict)
@@ -92,7 +101,8 @@ class SandboxResult:
     def describe(self) -> str:
         state = "timed out" if self.timed_out else f"exit {self.returncode}"
         tail = self.stderr.strip().splitlines()[-1:] if self.stderr.strip() else []
-        return f"sandbox: {state} after {self.seconds:.2f}s ({self.network_isolation})" + (
+        full = "; disk quota full" if self.disk_full else ""
+        return f"sandbox: {state} after {self.seconds:.2f}s ({self.network_isolation}){full}" + (
             f"; {tail[0]}" if tail else "")
 
 
@@ -102,7 +112,7 @@ def _probe() -> tuple[bool, str]:
         return False, f"needs Linux namespaces (this is {sys.platform})"
     if os.geteuid() != 0:
         return False, ("needs root, to run the code as a throw-away unprivileged uid inside its own "
-                       "PID, mount and network namespaces")
+                       "PID, mount, network and IPC namespaces")
     exe = shutil.which("unshare")
     if not exe:
         return False, "`unshare` (util-linux) is not installed"
@@ -132,19 +142,42 @@ def require() -> None:
     if not ok:
         raise SandboxUnavailable(
             f"the code sandbox {why}; refusing to run untrusted code without it. Run as root on a "
-            "Linux machine where `unshare --pid --fork --net --mount --mount-proc true` works "
+            "Linux machine where `unshare --pid --fork --net --ipc --mount --mount-proc true` works "
             "(in a container: --privileged or CAP_SYS_ADMIN), or leave code benchmarks (SciCode) out.")
 
 
+#: Folders never covered whole, whatever a home or setting says (they hold the system).
+_SYSTEM = frozenset({"/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/opt",
+                     "/proc", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var"})
+
+
+def checkout() -> Path | None:
+    """The source checkout this package runs from (the folder holding .git), if any."""
+    for folder in HERE.parents:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
 def _hidden() -> list[str]:
+    import pwd
+
     from metacog.data.fetch import cache_dir
 
-    paths = {str(Path.home()), "/root", str(cache_dir())}
-    return sorted(os.path.realpath(p) for p in paths)
+    paths = {str(Path.home()), "/root", "/home", str(cache_dir())}
+    paths |= {u.pw_dir for u in pwd.getpwall() if u.pw_uid >= 1000 and u.pw_dir.startswith("/")}
+    if os.environ.get("METACOG_DATA_MIRROR"):
+        paths.add(os.environ["METACOG_DATA_MIRROR"])
+    if checkout() is not None:
+        paths.add(str(checkout()))
+    real = {os.path.realpath(p) for p in paths}
+    return sorted(p for p in real if p not in _SYSTEM and os.path.isdir(p))
 
 
-def _exposed() -> list[str]:
-    paths = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable)), str(HERE)}
+def _exposed(*scripts: str) -> list[str]:
+    """What the run may read inside hidden folders: the Python installation and the scripts it runs."""
+    paths = {sys.base_prefix, sys.prefix, os.path.dirname(os.path.realpath(sys.executable)), str(BOOT)}
+    paths |= {s for s in scripts if os.path.isabs(s)}
     return sorted(os.path.realpath(p) for p in paths)
 
 
@@ -184,7 +217,9 @@ def run_script(script: str | Path, args: list[str] | None = None, **kw) -> Sandb
     ``outputs`` names files read back afterwards (regular files only; missing
     ones are left out); ``timeout`` (wall seconds; the CPU limit is the same,
     rounded up), ``memory_mb`` (address space), ``file_mb`` (largest file
-    written), ``max_procs`` (processes the run may have at once);
+    written), ``disk_mb`` (all bytes written, the work folder and /tmp together;
+    default the larger of 64 and ``file_mb``), ``max_procs`` (processes the run
+    may have at once);
     ``extra_path`` folders whose .py files are copied (read-only) onto the
     run's ``sys.path``; ``judge`` a :class:`Judge` run afterwards.
     Raises :class:`SandboxUnavailable` where runs cannot be sealed.
@@ -202,9 +237,13 @@ def run_code(code: str, **kw) -> SandboxResult:
 def _run(script: str, args: list[str] | None = None, *,
          files: dict[str, bytes] | None = None, outputs: tuple[str, ...] = (),
          timeout: float = 60.0, memory_mb: int = 2048, file_mb: int = 64, max_procs: int = 64,
-         extra_path: tuple[str, ...] = (), judge: Judge | None = None) -> SandboxResult:
+         disk_mb: int | None = None, extra_path: tuple[str, ...] = (),
+         judge: Judge | None = None) -> SandboxResult:
     if timeout <= 0:
         raise ValueError(f"run_script: timeout must be positive, got {timeout}.")
+    disk_mb = max(64, int(file_mb)) if disk_mb is None else int(disk_mb)
+    if disk_mb < 1:
+        raise ValueError(f"run_script: disk_mb must be at least 1, got {disk_mb}.")
     require()
     uid = 1_000_000 + secrets.randbelow(1_000_000)
     work = Path(tempfile.mkdtemp(prefix="metacog-sandbox-"))
@@ -213,11 +252,14 @@ def _run(script: str, args: list[str] | None = None, *,
         box, private, lib = work / "box", work / "private", work / "lib"
         private.mkdir(mode=0o700)
         lib.mkdir(mode=0o755)
-        box.mkdir(mode=0o700)
+        box.mkdir(mode=0o700)  # mount points: box/ gets the quota tmpfs's box, quota/ the tmpfs
+        (work / "quota").mkdir(mode=0o700)
+        (work / "streams").mkdir(mode=0o700)
+        (private / "in").mkdir(mode=0o700)
         for name, data in (files or {}).items():
-            (box / name).write_bytes(data)
-            os.chown(box / name, uid, uid)
-        os.chown(box, uid, uid)
+            if "/" in name or name in ("", ".", ".."):
+                raise ValueError(f"run_script: file names are plain names, got {name!r}.")
+            _write_private(private / "in" / name, data)
         _copy_sources(extra_path, lib)
         env = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
         env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
@@ -228,7 +270,9 @@ def _run(script: str, args: list[str] | None = None, *,
             "env": {**env, "HOME": str(box), "TMPDIR": str(box)},
             "timeout": float(timeout), "cpu_seconds": int(timeout) + 1, "memory_mb": int(memory_mb),
             "file_mb": int(file_mb), "max_procs": int(max_procs), "outputs": list(outputs),
-            "hide": _hidden(), "scratch": list(SCRATCH), "expose": _exposed(),
+            "disk_mb": disk_mb, "stream_mb": min(64, int(file_mb)), "stream_cap": _READ_CAP,
+            "hide": _hidden(), "scratch": list(SCRATCH),
+            "expose": _exposed(script, *([str(Path(judge.script).resolve())] if judge else [])),
         }
         if judge is not None:
             for name, data in judge.files.items():
@@ -263,6 +307,7 @@ def _run(script: str, args: list[str] | None = None, *,
                   if (private / n).is_file()}
         return SandboxResult(status.get("returncode"), text("stdout"), text("stderr"),
                              bool(status.get("timed_out")), float(status.get("seconds", 0.0)), "netns",
-                             got, uid, status.get("judge_returncode"), text("judge.stderr"), judged)
+                             got, uid, int(status.get("disk_bytes", 0)), bool(status.get("disk_full")),
+                             status.get("judge_returncode"), text("judge.stderr"), judged)
     finally:
         shutil.rmtree(work, ignore_errors=True)
