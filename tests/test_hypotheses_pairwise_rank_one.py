@@ -79,7 +79,7 @@ def test_pairwise_verdict_insufficient_with_three_models():
 
 
 def test_paper1_comparison_has_paper_rows_and_ours():
-    t = _table(hp.analyse(*_pop(0.5), n_perm=99, n_boot=30, control=False), "ours")
+    t = _table(hp.analyse(*_pop(0.5), n_perm=99, n_boot=30, n_null=50), "ours")
     c = hp.paper1_comparison(t)
     assert list(c["data"][:4]) == [f"paper 1: {b}" for b in hp.PAPER1]
     assert c["data"].iloc[-1] == "ours"
@@ -87,6 +87,15 @@ def test_paper1_comparison_has_paper_rows_and_ours():
     assert np.isfinite(c["mean_tau_ci_low"].iloc[-1])
     shown = hp.display_comparison(c)
     assert "95% CI" in shown["mean τ-b (95% CI)"].iloc[-1]
+    # like with like: paper 1's null sits in the base-rate-matched column, beside ours
+    paper = c.set_index("data")
+    assert paper.loc["paper 1: SQuAD", "null_base_rate"] == hp.PAPER1["SQuAD"][1]
+    assert np.isnan(paper.loc["paper 1: SQuAD", "null_difficulty"])
+    assert abs(paper.loc["ours", "null_base_rate"]) < 0.02 and np.isfinite(paper.loc["ours", "null_difficulty"])
+    # pair counts: paper 1's 171 SQuAD pairs are C(19, 2); ours counted the same way
+    assert paper.loc["paper 1: SQuAD", "models"] == 19 and paper.loc["paper 1: SQuAD", "pairs_unordered"] == 171
+    assert paper.loc["ours", "pairs_unordered"] == 12 * 11 // 2
+    assert paper.loc["ours", "pairs_ordered"] == 12 * 12  # the book's (judge, target) pairs, self-pairs included
 
 
 def test_rank_one_structure_on_a_one_factor_population():

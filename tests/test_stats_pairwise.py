@@ -114,8 +114,8 @@ def test_difficulty_control_removes_shared_signal():
     positive, the within-difficulty tau much smaller."""
     C, Y = make(n=1500, m=12, seed=5)
     s = pairwise_calibration(C, Y).summary()
-    plain = s.loc[("independence", "other")]
-    ctl = s.loc[("difficulty", "other")]
+    plain = s.loc[("base-rate-matched", "other")]
+    ctl = s.loc[("difficulty-stratified", "other")]
     assert plain.mean_tau > 0.15 and plain.null_mean == 0
     assert ctl.null_mean > 0.1  # the shared axis alone predicts most of tau
     assert abs(ctl.mean_tau_within) < plain.mean_tau / 3
@@ -125,8 +125,8 @@ def test_summary_shape_and_percentages():
     C, Y = make()
     res = pairwise_calibration(C, Y)
     s = res.summary()
-    assert set(s.index.get_level_values(0)) == {"independence", "difficulty"}
-    assert s.loc[("independence", "all"), "n_pairs"] == 36
+    assert set(s.index.get_level_values(0)) == {"base-rate-matched", "difficulty-stratified"}
+    assert s.loc[("base-rate-matched", "all"), "n_pairs"] == 36
     assert 0 <= s.pct_significant.min() and s.pct_significant.max() <= 100
     assert res.matrix("tau").shape == (6, 6)
 
@@ -170,9 +170,9 @@ def test_summary_counts_pairs_with_undefined_tau():
     C, Y = make(n=60, m=5, seed=2)
     Y.iloc[:, 0] = 1.0  # one target always correct: tau undefined against every judge
     s = pairwise_calibration(C, Y).summary()
-    assert s.loc[("independence", "all"), ["n_pairs", "n_undefined"]].tolist() == [20, 5]
-    assert s.loc[("independence", "self"), ["n_pairs", "n_undefined"]].tolist() == [4, 1]
-    assert s.loc[("difficulty", "other"), ["n_pairs", "n_undefined"]].tolist() == [16, 4]
+    assert s.loc[("base-rate-matched", "all"), ["n_pairs", "n_undefined"]].tolist() == [20, 5]
+    assert s.loc[("base-rate-matched", "self"), ["n_pairs", "n_undefined"]].tolist() == [4, 1]
+    assert s.loc[("difficulty-stratified", "other"), ["n_pairs", "n_undefined"]].tolist() == [16, 4]
     full = pairwise_calibration(*make(n=60, m=5, seed=2)).summary()
     assert (full["n_undefined"] == 0).all()
 

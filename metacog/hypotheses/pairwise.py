@@ -2,10 +2,12 @@
 
 For every judgment panel (items x models binary confidence, with the same models'
 correctness) this module computes paper 1's pairwise table — mean Kendall tau-b of judge
-confidence against target correctness, the share of pairs significant after FDR, the
-difficulty-matched null — and the self-versus-other test, each on all items and on
+confidence against target correctness, the share of pairs significant after FDR, two nulls
+with one name each (paper 1's base-rate-matched null and the book's stricter
+difficulty-stratified null) — and the self-versus-other test, each on all items and on
 contested items (items on which the models do not all agree), with bootstrap intervals
-over items and the counts behind them.
+over items and the counts behind them. Paper 1's per-model internal against population
+AUROC is in :mod:`metacog.hypotheses.pairwise_population`.
 
 Paper 1's own prospective figures are in :data:`PAPER1` for the side-by-side table; they
 are typed from the paper, not computed here.
@@ -19,10 +21,11 @@ import numpy as np
 import pandas as pd
 
 from metacog import stats
+from metacog.stats.pairwise import BASE_RATE, DIFFICULTY, tau_matrix, unordered_pairs  # noqa: F401 (re-exported)
 from metacog.stats.validate import as_binary_frame, check_aligned
 
-#: Paper 1's prospective figures {benchmark: (mean tau-b, null mean, % of pairs significant
-#: after FDR, first-factor share %)}; None where the paper gives no figure.
+#: Paper 1's prospective figures {benchmark: (mean tau-b, mean of its base-rate-matched null,
+#: % of pairs significant after FDR, first-factor share %)}; None where the paper gives no figure.
 PAPER1 = {
     "SQuAD": (0.037, 0.000, 46.2, None),
     "MMLU-Pro": (0.041, 0.001, 35.8, 48.3),
@@ -30,33 +33,19 @@ PAPER1 = {
     "MathBench": (0.072, 0.000, 28.9, 25.3),
 }
 
+#: Paper 1's pair counts {benchmark: unordered model pairs}: 171 SQuAD pairs are C(19, 2), so 19
+#: models there (the paper's 20 models are the whole study's). Benchmarks not listed: no count typed.
+PAPER1_PAIRS = {"SQuAD": 171}
+
 SUBSETS = ("all items", "contested items")
 
 
-def tau_matrix(C: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-    """K[j, k] = Kendall tau-b (= phi for 0/1 data) of confidence column j and correctness column k.
-
-    ``C`` and ``Y`` are items x models arrays of 0/1/NaN; each pair uses the items where both are
-    present. ``weights`` (one per item, e.g. bootstrap counts) weight the items. A pair with a
-    constant column has no tau (NaN).
-    """
-    w = np.ones(C.shape[0]) if weights is None else np.asarray(weights, dtype=float)
-    c_gaps, y_gaps = np.isnan(C).any(), np.isnan(Y).any()
-    Mc = (~np.isnan(C)).astype(float)
-    C1 = np.nan_to_num(C)
-    Y1 = np.nan_to_num(Y) * w[:, None]
-    n11 = C1.T @ Y1
-    if y_gaps:  # general case: counts over the items both columns have
-        My = (~np.isnan(Y)).astype(float) * w[:, None]
-        n, a = Mc.T @ My, C1.T @ My
-    else:  # every target has every item: judge-only sums, no matrix products
-        n, a = (Mc * w[:, None]).sum(axis=0)[:, None], (C1 * w[:, None]).sum(axis=0)[:, None]
-    b = Mc.T @ Y1 if c_gaps else Y1.sum(axis=0)[None, :]
-    den = a * (n - a) * b * (n - b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        K = (n * n11 - a * b) / np.sqrt(den)
-    K[~(den > 0)] = np.nan
-    return K
+def models_from_pairs(pairs: int) -> int:
+    """The n with C(n, 2) = ``pairs`` (ValueError when there is none): 171 -> 19."""
+    n = int(round((1 + np.sqrt(1 + 8 * pairs)) / 2))
+    if unordered_pairs(n) != pairs:
+        raise ValueError(f"models_from_pairs: {pairs} is not C(n, 2) for any n.")
+    return n
 
 
 def _summaries(K: np.ndarray) -> tuple[float, float, float]:
@@ -99,17 +88,21 @@ def bootstrap_taus(C: np.ndarray, Y: np.ndarray, *, n_boot: int = 200, seed: int
 
 def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, alpha: float = 0.05,
             unanimous_rule: str = "either", n_perm: int = 999, n_boot: int = 200,
-            control: bool = True, seed: int = 0) -> pd.DataFrame:
+            control: bool = True, n_null: int = 200, seed: int = 0) -> pd.DataFrame:
     """Paper 1's pairwise statistics for one panel, on all items and on contested items.
 
     ``confidence`` and ``correct`` are items x models 0/1 tables with the same index and columns.
     One row per subset with: models, items (and unanimous items dropped), pairs with a defined
-    tau and pairs without one (a constant column), mean tau with its bootstrap interval, the
-    permutation null mean (exactly 0), the difficulty-matched null mean, % of pairs significant
-    after Benjamini-Hochberg at ``alpha`` against each null, and the self-minus-other statistic
+    tau and pairs without one (a constant column), mean tau with its bootstrap interval, two nulls
+    with one name each: paper 1's base-rate-matched null (``null_base_rate``: the mean of the
+    mean tau over ``n_null`` draws of :func:`metacog.stats.base_rate_null`, with the null's 95%
+    range ``null_base_rate_low``/``_high``) and the book's stricter difficulty-stratified null
+    (``null_difficulty``), % of pairs significant after Benjamini-Hochberg at ``alpha`` against
+    each (``pct_significant``: the exact per-pair test of the base-rate-matched null;
+    ``pct_significant_within``: within difficulty strata), and the self-minus-other statistic
     with its bootstrap interval, permutation p-value and share of models above their others.
     A subset that cannot be analysed (too few items left) has a ``note`` and missing numbers.
-    ``control=False`` skips the difficulty-matched null (slow on thousands of items x dozens of
+    ``control=False`` skips the difficulty-stratified null (slow on thousands of items x dozens of
     models); its columns are then missing.
     """
     C = as_binary_frame(confidence, "confidence", allow_all_missing=True)
@@ -133,6 +126,7 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, alpha: float = 0
                 warnings.simplefilter("ignore")
                 res = stats.pairwise_calibration(Cs, Ys, alpha=alpha, control=control)
                 so = stats.self_other_test(Cs, Ys, n_perm=n_perm, seed=seed)
+                brn = stats.base_rate_null(Cs, Ys, n_null=n_null, seed=seed).iloc[0]
         except ValueError as exc:
             row["note"] = str(exc)
             rows.append(row)
@@ -142,11 +136,14 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, alpha: float = 0
         boot = bootstrap_taus(Cs.to_numpy(), Ys.to_numpy(), n_boot=n_boot, seed=seed).set_index("statistic")
         row.update({
             "pairs": int(defined.sum()),
+            "pairs_unordered": unordered_pairs(Cs.shape[1]),
             "pairs_undefined": int((~defined).sum()),
             "mean_tau": boot.at["mean tau", "estimate"],
             "mean_tau_ci_low": boot.at["mean tau", "ci_low"],
             "mean_tau_ci_high": boot.at["mean tau", "ci_high"],
-            "null_mean": 0.0,
+            "null_base_rate": brn["null_mean"],
+            "null_base_rate_low": brn["null_low"],
+            "null_base_rate_high": brn["null_high"],
             "null_difficulty": float(P.loc[defined, "tau_null_difficulty"].mean()) if control else np.nan,
             "pct_significant": 100.0 * float((P.loc[defined, "q"] < alpha).mean()),
             "pct_significant_within": (100.0 * float((P.loc[defined, "q_within"] < alpha).mean())
@@ -162,7 +159,7 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, alpha: float = 0
 
 
 def table(panelset, *, alpha: float = 0.05, unanimous_rule: str = "either", n_perm: int = 999,
-          n_boot: int = 200, control: bool = True, seed: int = 0) -> pd.DataFrame:
+          n_boot: int = 200, control: bool = True, n_null: int = 200, seed: int = 0) -> pd.DataFrame:
     """:func:`analyse` for every panel of a :class:`metacog.hypotheses.panels.PanelSet`, one row per
     (panel, subset), with the panel's name, source, benchmark, probe and judgment timing.
 
@@ -171,7 +168,7 @@ def table(panelset, *, alpha: float = 0.05, unanimous_rule: str = "either", n_pe
     from metacog.hypotheses.common import per_panel
 
     return per_panel(panelset, analyse, alpha=alpha, unanimous_rule=unanimous_rule, n_perm=n_perm,
-                     n_boot=n_boot, control=control, seed=seed)
+                     n_boot=n_boot, control=control, n_null=n_null, seed=seed)
 
 
 #: Fewer models than this cannot separate self-pairs from other-pairs meaningfully.
@@ -198,16 +195,25 @@ def verdicts(pairwise_table: pd.DataFrame) -> list:
 def paper1_comparison(pairwise_table: pd.DataFrame, structure_table: pd.DataFrame | None = None) -> pd.DataFrame:
     """Paper 1's reported prospective figures beside the same statistics on our panels.
 
-    One row per paper 1 benchmark (marked "paper 1, reported") and per panel of ours (all items):
-    mean τ-b with its interval, the permutation null mean, % of pairs significant after FDR,
-    and (with ``structure_table``) the first-factor share with its interval. Paper 1 gives no
-    intervals, so its rows have none.
+    One row per paper 1 benchmark (marked "paper 1: ...") and per panel of ours (all items):
+    models and unordered model pairs (paper 1's unit: C(n, 2); for paper 1 only where it gives a
+    pair count, :data:`PAPER1_PAIRS`, the models then being the n of C(n, 2)), the book's own
+    count of ordered (judge, target) pairs with a τ (ours only), mean τ-b with its interval, the
+    base-rate-matched null's mean (paper 1's null, like with like), the book's stricter
+    difficulty-stratified null (ours only), % of pairs significant after FDR against the
+    base-rate-matched null, and (with ``structure_table``) the first-factor share with its
+    interval. Paper 1 gives no intervals, so its rows have none.
     """
-    rows = [{"data": f"paper 1: {b}", "timing": "before answering", "models": 20, "items": np.nan,
-             "mean_tau": t, "mean_tau_ci_low": np.nan, "mean_tau_ci_high": np.nan, "null_mean": nm,
-             "pct_significant": pct, "first_factor_share": (np.nan if share is None else share / 100),
-             "first_factor_share_ci_low": np.nan, "first_factor_share_ci_high": np.nan}
-            for b, (t, nm, pct, share) in PAPER1.items()]
+    rows = []
+    for b, (t, nm, pct, share) in PAPER1.items():
+        pairs = PAPER1_PAIRS.get(b)
+        rows.append({"data": f"paper 1: {b}", "timing": "before answering",
+                     "models": np.nan if pairs is None else models_from_pairs(pairs),
+                     "items": np.nan, "pairs_unordered": np.nan if pairs is None else pairs,
+                     "pairs_ordered": np.nan, "mean_tau": t, "mean_tau_ci_low": np.nan,
+                     "mean_tau_ci_high": np.nan, "null_base_rate": nm, "null_difficulty": np.nan,
+                     "pct_significant": pct, "first_factor_share": (np.nan if share is None else share / 100),
+                     "first_factor_share_ci_low": np.nan, "first_factor_share_ci_high": np.nan})
     ours = pairwise_table[pairwise_table["subset"] == "all items"]
     shares = {}
     if structure_table is not None and len(structure_table):
@@ -217,13 +223,21 @@ def paper1_comparison(pairwise_table: pd.DataFrame, structure_table: pd.DataFram
     for r in ours.to_dict("records"):
         sh = shares.get(r["panel"], {})
         rows.append({"data": r["panel"], "timing": r["timing"], "models": r["models"], "items": r["items"],
+                     "pairs_unordered": unordered_pairs(r["models"]), "pairs_ordered": r.get("pairs", np.nan),
                      "mean_tau": r.get("mean_tau", np.nan), "mean_tau_ci_low": r.get("mean_tau_ci_low", np.nan),
                      "mean_tau_ci_high": r.get("mean_tau_ci_high", np.nan),
-                     "null_mean": r.get("null_mean", np.nan), "pct_significant": r.get("pct_significant", np.nan),
+                     "null_base_rate": r.get("null_base_rate", np.nan),
+                     "null_difficulty": r.get("null_difficulty", np.nan),
+                     "pct_significant": r.get("pct_significant", np.nan),
                      "first_factor_share": sh.get("eig_share", np.nan),
                      "first_factor_share_ci_low": sh.get("eig_share_ci_low", np.nan),
                      "first_factor_share_ci_high": sh.get("eig_share_ci_high", np.nan)})
     return pd.DataFrame(rows)
+
+
+#: The nulls' column names on every page table.
+NULL_LABELS = {"null_base_rate": f"{BASE_RATE} null mean (paper 1's)",
+               "null_difficulty": f"{DIFFICULTY} null mean (stricter)"}
 
 
 def display_comparison(comparison: pd.DataFrame) -> pd.DataFrame:
@@ -232,10 +246,12 @@ def display_comparison(comparison: pd.DataFrame) -> pd.DataFrame:
 
     t = comparison
     out = pd.DataFrame({"data": t["data"], "judgment made": t["timing"], "models": t["models"],
-                        "items": t["items"]})
+                        "items": t["items"], "model pairs (unordered)": t["pairs_unordered"],
+                        "(judge, target) pairs with τ (ordered, the book's)": t["pairs_ordered"]})
     out = out.assign(**with_ci(t, "mean_tau", "mean τ-b (95% CI)", digits=3))
-    out["null mean"] = t["null_mean"]
-    out["% of pairs significant (FDR)"] = t["pct_significant"]
+    for col, label in NULL_LABELS.items():
+        out[label] = t[col]
+    out[f"% of pairs significant (FDR, {BASE_RATE} null)"] = t["pct_significant"]
     out = out.assign(**with_ci(t, "first_factor_share", "first-factor share (95% CI)", digits=2))
     return out
 
@@ -248,10 +264,11 @@ def display_table(pairwise_table: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"panel": t["panel"], "items": t["subset"], "n items": t["items"],
                         "models": t["models"]})
     out = out.assign(**with_ci(t, "mean_tau", "mean τ-b (95% CI)", digits=3))
-    out["difficulty-matched null"] = t.get("null_difficulty")
-    out["% pairs significant (FDR)"] = t.get("pct_significant")
-    out["% significant within difficulty"] = t.get("pct_significant_within")
-    out["pairs without τ"] = t.get("pairs_undefined")
+    for col, label in NULL_LABELS.items():
+        out[label] = t.get(col)
+    out[f"% pairs significant (FDR, {BASE_RATE} null)"] = t.get("pct_significant")
+    out[f"% pairs significant (FDR, {DIFFICULTY} null)"] = t.get("pct_significant_within")
+    out["(judge, target) pairs without τ"] = t.get("pairs_undefined")
     out = out.assign(**with_ci(t, "self_minus_other", "self − other τ-b (95% CI)", digits=3))
     out["permutation p"] = t.get("self_other_p")
     out["share of models self > other"] = t.get("share_self_above")

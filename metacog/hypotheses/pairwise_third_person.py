@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from metacog.hypotheses.pairwise import MIN_MODELS, tau_matrix
+from metacog.hypotheses.pairwise import MIN_MODELS
+from metacog.stats.pairwise import tau_matrix
 
 
 def third_person_baseline(own_confidence: pd.DataFrame, own_correct: pd.DataFrame,

@@ -1,5 +1,6 @@
 """Statistics for metacog-book: tetrachoric factor structure, pairwise calibration, calibration
-metrics, meta-d', policy-aware metrics, the self-versus-other test and bootstrap intervals.
+metrics, meta-d', policy-aware metrics, the self-versus-other test, internal against population
+AUROC and bootstrap intervals.
 
 Binary rating tables are items x models DataFrames of 0/1/NaN throughout.
 """
@@ -12,7 +13,9 @@ from .calibration import (BrierResult, ECEResult, aurc, auroc, brier, ece, exces
 from .factor import FactorResult, factor_analysis, oblimin, varimax
 from .metad import MetaDResult, confidence_to_ratings, metad, metad_trials, trials_to_counts
 from .parallel import ParallelResult, parallel_analysis
-from .pairwise import PairwiseResult, bh_fdr, pairwise_calibration, unanimous_items
+from .pairwise import (PairwiseResult, base_rate_null, bh_fdr, pairwise_calibration, tau_matrix,
+                       unanimous_items, unordered_pairs)
+from .population import delong_paired, internal_population
 from .policy import flag_counts, h_proxy, policy_gains, policy_table
 from .selfother import SelfOtherTest, self_other_test
 from .tetrachoric import TetrachoricResult, cor_smooth, tetrachoric, thresholds
@@ -20,11 +23,11 @@ from .tetrachoric import TetrachoricResult, cor_smooth, tetrachoric, thresholds
 __all__ = [
     "AxisResult", "BrierResult", "ECEResult", "FactorResult", "MetaDResult", "PairwiseResult",
     "ParallelResult", "SelfOtherTest", "TetrachoricResult", "aurc", "auroc", "axis_alignment", "axis_positions",
-    "bh_fdr", "bootstrap_ci", "brier", "bvn_cdf", "confidence_to_ratings", "cor_smooth", "ece",
-    "excess_aurc", "factor_analysis", "flag_counts", "h_proxy", "item_scores", "metad",
+    "base_rate_null", "bh_fdr", "bootstrap_ci", "brier", "bvn_cdf", "confidence_to_ratings", "cor_smooth", "delong_paired", "ece",
+    "excess_aurc", "factor_analysis", "flag_counts", "h_proxy", "internal_population", "item_scores", "metad",
     "metad_trials", "oblimin", "pairwise_calibration", "parallel_analysis", "policy_gains",
-    "policy_table", "risk_coverage", "self_other_test", "tetrachoric", "thresholds", "trials_to_counts",
-    "type2_auroc", "unanimous_items", "varimax",
+    "policy_table", "risk_coverage", "self_other_test", "tau_matrix", "tetrachoric", "thresholds",
+    "trials_to_counts", "type2_auroc", "unanimous_items", "unordered_pairs", "varimax",
 ]
 
 # Intervals for verdicts (AUROC with DeLong's interval, proportions, bootstrap over items).

@@ -14,8 +14,14 @@ the judge's binary confidence and the target's binary correctness are both prese
 - ``q``: Benjamini-Hochberg q-values over all pairs of the table with a defined p.
 - ``null_mean``: mean of tau under that permutation null. It is exactly 0 because tau is
   linear in n11 and E[n11] = ab/n (kept as a column so the table reads like paper 1's).
+  This permutation null is paper 1's *base-rate-matched null*: it keeps every model's base
+  rates of confidence and correctness and breaks only which item goes with which.
+  :func:`base_rate_null` draws it by shuffling every column on its own (paper 1's recipe)
+  and returns the null distribution of the mean tau over pairs; ``p`` is its exact per-pair
+  test.
 
-Base-rate control (``control=True``): the "shared difficulty" null. Items are stratified by
+Difficulty control (``control=True``): the *difficulty-stratified null*, stricter than
+paper 1's base-rate-matched null. Items are stratified by
 their difficulty seen by the *other* models — the mean correctness of all models except the
 judge and the target (leave-two-out, so neither side's own data define the strata). With
 complete data the default strata are the exact counts of other models correct (the sufficient
@@ -24,7 +30,8 @@ proportion instead (better with many missing values). Under the null the judge k
 what the shared difficulty says, i.e. items are permuted *within* strata:
 
 - ``tau_null_difficulty``: E[tau] under within-stratum permutation — the tau that base rates
-  and the shared difficulty axis alone produce (paper 1's "base-rate matched null").
+  and the shared difficulty axis alone produce (the difficulty-stratified null; not paper
+  1's base-rate-matched null, whose mean is 0).
 - ``tau_within``: pooled within-stratum correlation (partial phi controlling for stratum),
   ``sum_s (n11_s - a_s b_s/n_s) / sqrt(sum_s a_s(n_s-a_s)/n_s * sum_s b_s(n_s-b_s)/n_s)``;
   it equals tau when there is one stratum and has null mean 0.
@@ -48,6 +55,12 @@ from .blas import single_blas_thread
 from .validate import as_binary_frame, check_aligned
 
 _ALTS = ("greater", "less", "two-sided")
+
+#: The two nulls' names, the same in every table: paper 1's null (each model's base rates
+#: kept, item alignment broken) and the book's stricter one (items permuted only within
+#: strata of difficulty for the other models).
+BASE_RATE = "base-rate-matched"
+DIFFICULTY = "difficulty-stratified"
 
 
 def bh_fdr(p) -> np.ndarray:
@@ -124,7 +137,8 @@ class PairwiseResult:
     control: bool
 
     def summary(self, alpha: float | None = None) -> pd.DataFrame:
-        """Paper 1's table: per null ("independence", "difficulty") and pair group ("all",
+        """Paper 1's table: per null ("base-rate-matched": the permutation null, mean 0;
+        "difficulty-stratified": within strata of shared difficulty) and pair group ("all",
         "self", "other"): mean tau, null mean, excess, number of pairs, % significant at
         BH-FDR ``alpha``, and the 5-95% range of tau.
 
@@ -135,9 +149,9 @@ class PairwiseResult:
         alpha = self.alpha if alpha is None else alpha
         P = self.pairs
         rows = []
-        nulls = [("independence", "null_mean", "q")]
+        nulls = [(BASE_RATE, "null_mean", "q")]
         if self.control:
-            nulls.append(("difficulty", "tau_null_difficulty", "q_within"))
+            nulls.append((DIFFICULTY, "tau_null_difficulty", "q_within"))
         for null, ncol, qcol in nulls:
             for group, mask in (("all", np.ones(len(P), bool)), ("self", P.self.to_numpy()),
                                 ("other", ~P.self.to_numpy())):
@@ -154,7 +168,7 @@ class PairwiseResult:
                     "tau_q95": np.quantile(tau, 0.95) if len(sub) else np.nan,
                 }
                 row["excess"] = row["mean_tau"] - row["null_mean"]
-                if null == "difficulty":
+                if null == DIFFICULTY:
                     row["mean_tau_within"] = sub.tau_within.mean() if len(sub) else np.nan
                 rows.append(row)
         cols = ["null", "pairs", "mean_tau", "null_mean", "excess", "n_pairs", "n_undefined",
@@ -249,3 +263,77 @@ def pairwise_calibration(confidence, correct, drop_unanimous: bool | str = False
         out["significant_within"] = out.q_within < alpha
     return PairwiseResult(pairs=out, alternative=alternative, alpha=alpha, n_items=n_all,
                           dropped_items=dropped, control=control)
+
+
+def tau_matrix(C: np.ndarray, Y: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """K[j, k] = Kendall tau-b (= phi for 0/1 data) of confidence column j and correctness column k.
+
+    ``C`` and ``Y`` are items x models arrays of 0/1/NaN; each pair uses the items where both are
+    present. ``weights`` (one per item, e.g. bootstrap counts) weight the items. A pair with a
+    constant column has no tau (NaN).
+    """
+    w = np.ones(C.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+    c_gaps, y_gaps = np.isnan(C).any(), np.isnan(Y).any()
+    Mc = (~np.isnan(C)).astype(float)
+    C1 = np.nan_to_num(C)
+    Y1 = np.nan_to_num(Y) * w[:, None]
+    n11 = C1.T @ Y1
+    if y_gaps:  # general case: counts over the items both columns have
+        My = (~np.isnan(Y)).astype(float) * w[:, None]
+        n, a = Mc.T @ My, C1.T @ My
+    else:  # every target has every item: judge-only sums, no matrix products
+        n, a = (Mc * w[:, None]).sum(axis=0)[:, None], (C1 * w[:, None]).sum(axis=0)[:, None]
+    b = Mc.T @ Y1 if c_gaps else Y1.sum(axis=0)[None, :]
+    den = a * (n - a) * b * (n - b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        K = (n * n11 - a * b) / np.sqrt(den)
+    K[~(den > 0)] = np.nan
+    return K
+
+
+def shuffle_columns(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``X`` with every column's items shuffled on their own (missing values move with them), so
+    each column keeps its counts of 1s, 0s and gaps exactly and loses its alignment with the rest."""
+    return rng.permuted(np.asarray(X, dtype=float), axis=0)
+
+
+def unordered_pairs(n_models: int) -> int:
+    """Pairs of distinct models, C(n, 2): the unit paper 1 counts (171 for its 19 SQuAD models).
+    The book's own pairwise table has n * n ordered (judge, target) pairs, self-pairs included."""
+    n = int(n_models)
+    return n * (n - 1) // 2 if n >= 2 else 0
+
+
+@single_blas_thread
+def base_rate_null(confidence, correct, *, n_null: int = 200, seed: int = 0,
+                   ci: float = 0.95) -> pd.DataFrame:
+    """Paper 1's base-rate-matched null of the mean pairwise tau-b, drawn by simulation.
+
+    Every model's confidence column and every model's correctness column is shuffled over items
+    on its own (:func:`shuffle_columns`), ``n_null`` times: each model keeps its base rates of
+    confidence and correctness exactly, and no judgment is aligned with any correctness any more.
+    Each draw gives the mean tau-b over all (judge, target) pairs with a defined tau, the
+    statistic of the observed table. One row: observed mean tau, the null's mean and the central
+    ``ci`` range of the null draws (null_low, null_high), the share of draws at or above the
+    observed mean (p_value, one-sided, with the +1 correction) and n_null. The expectation is 0
+    for every pair, so the null mean is 0 up to simulation noise; the per-pair exact version of
+    this null is the ``p`` column of :func:`pairwise_calibration`.
+    """
+    C = as_binary_frame(confidence, "confidence", allow_all_missing=True).to_numpy(dtype=float)
+    Y = as_binary_frame(correct, "correct", allow_all_missing=True).to_numpy(dtype=float)
+    rng = np.random.default_rng(seed)
+
+    def mean_tau(K):
+        ok = np.isfinite(K)
+        return float(K[ok].mean()) if ok.any() else np.nan
+
+    observed = mean_tau(tau_matrix(C, Y))
+    draws = np.array([mean_tau(tau_matrix(shuffle_columns(C, rng), shuffle_columns(Y, rng)))
+                      for _ in range(int(n_null))])
+    d = draws[np.isfinite(draws)]
+    lo, hi = (np.quantile(d, [(1 - ci) / 2, 1 - (1 - ci) / 2]) if d.size else (np.nan, np.nan))
+    p = float((1 + np.sum(d >= observed - 1e-12)) / (d.size + 1)) if d.size and np.isfinite(observed) else np.nan
+    return pd.DataFrame([{"null": BASE_RATE, "mean_tau": observed,
+                          "null_mean": float(d.mean()) if d.size else np.nan,
+                          "null_low": float(lo), "null_high": float(hi), "p_value": p,
+                          "n_null": int(d.size)}])

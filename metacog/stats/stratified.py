@@ -4,10 +4,12 @@ models fared, and exact tests of the within-stratum association.
 :func:`difficulty_control` builds per-pair, per-stratum counts from leave-two-out difficulty
 (any missing pattern, exact values or ``n_strata`` bins); :func:`difficulty_control_complete`
 does the same for complete correctness with matrix products per item-total group, without the
-items x models x models arrays. :func:`stratified_tests` turns the counts into the
-difficulty-matched expectation of n11, the pooled within-stratum tau and the p-value of
-sum_s n11_s under within-stratum permutation (:func:`stratified_p`: the convolution of the strata's
-hypergeometric distributions, or a normal approximation above :data:`EXACT_MAX_SUPPORT`).
+items x models x models arrays. :func:`stratified_tests` turns the counts into the expectation
+of n11 under the difficulty-stratified null (the book's stricter null; paper 1's
+base-rate-matched null is :func:`metacog.stats.base_rate_null`), the pooled within-stratum
+tau and the p-value of sum_s n11_s under within-stratum permutation (:func:`stratified_p`:
+the convolution of the strata's hypergeometric distributions, or a normal approximation
+above :data:`EXACT_MAX_SUPPORT`).
 Used by :func:`metacog.stats.pairwise.pairwise_calibration`; its docstring defines the columns.
 """
 
@@ -172,7 +174,7 @@ def difficulty_control_complete(A, B, alternative):
 
 
 def stratified_tests(cnt, aa, bb, ab, N, m, alternative):
-    """Per-pair difficulty-matched expectation, within-strata tau and exact stratified p-value
+    """Per-pair difficulty-stratified expectation, within-strata tau and exact stratified p-value
     from per-pair, per-stratum counts (rows: pairs, columns: strata)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         E = np.where(cnt > 0, aa * bb / cnt, 0.0)
