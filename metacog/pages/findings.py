@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from metacog.data.designs import UNKNOWN, Design, design as design_of, timing_rank
+from metacog.hypotheses.pairwise import PAPER1
 
 __all__ = ["PAPER_CLAIMS", "Found", "collect", "findings_table", "display", "untestable", "CHAPTERS"]
 
@@ -25,6 +26,11 @@ __all__ = ["PAPER_CLAIMS", "Found", "collect", "findings_table", "display", "unt
 CHAPTERS = {"rank_one": "rank-one-default", "pairwise": "pairwise-default",
             "shortcut": "shortcut-default", "reasoning_text": "reasoning-text-default",
             "miscalibration": "miscalibration-default"}
+
+def _paper1(index: int, fmt: str) -> str:
+    """Paper 1's figure ``index`` of :data:`metacog.hypotheses.pairwise.PAPER1` per benchmark."""
+    return ", ".join(f"{fmt.format(v[index])} ({b})" for b, v in PAPER1.items() if v[index] is not None)
+
 
 #: The claims of both papers, typed from the papers (never computed). ``match``: the words of
 #: a chapter's verdict claim that mark it as this claim; ``paper_says``: whether the paper
@@ -34,7 +40,7 @@ PAPER_CLAIMS = [
          paper_says="holds",
          claim="Binary confidence across models is close to rank one on knowledge tasks",
          value="one dominant factor captures most of the latent variance on fact recall and retrieval; "
-               "first-factor share 48.3% (MMLU-Pro), 36.4% (LegalBench), 25.3% (MathBench)",
+               "first-factor share " + _paper1(3, "{:g}%"),
          where="abstract and §1 (first finding); the shares from its results table as typed in "
                "metacog.hypotheses.pairwise.PAPER1",
          paper_design="prospective and counterfactual yes/no, 20 frontier models, six benchmarks"),
@@ -42,14 +48,14 @@ PAPER_CLAIMS = [
          paper_says="holds",
          claim="Without unanimous items the confidence axis no longer follows the performance axis",
          value="on every benchmark the confidence-performance link vanishes once items all models agree "
-               "on are removed (no figure in the abstract)",
+               "on are removed (stated in words, without a figure, in the abstract and §1)",
          where="abstract; §1 (second finding, §3.3)",
          paper_design="prospective and counterfactual yes/no, 20 frontier models, six benchmarks"),
     dict(id="p1-individual", paper="paper 1", chapter="pairwise", match="",
          paper_says="does not hold",
          claim="A model's confidence tracks its own correctness better than other models'",
-         value="no individualised signal: mean pairwise τ-b 0.037 (SQuAD), 0.041 (MMLU-Pro), 0.024 "
-               "(LegalBench), 0.072 (MathBench), gone once base rates are controlled",
+         value="no individualised signal: mean pairwise τ-b " + _paper1(0, "{:.3f}")
+               + ", gone once base rates are controlled",
          where="abstract; §1 (fourth finding, §3.3); the τ-b values from its results table as typed "
                "in metacog.hypotheses.pairwise.PAPER1",
          paper_design="prospective yes/no, 20 frontier models"),
@@ -62,7 +68,8 @@ PAPER_CLAIMS = [
     dict(id="p1-reasoning-text", paper="paper 1", chapter="reasoning_text", match="text probe beats",
          paper_says="holds",
          claim="A classifier of the confidence reasoning text beats the model's own yes/no",
-         value="matches or beats the binary self-assessment on 3 of 6 benchmarks (the abstract: on half)",
+         value="matches or beats the model's own binary self-assessment on 3 of 6 benchmarks; the "
+               "abstract adds that on half the benchmarks it beats repeated sampled judgments",
          where="abstract; §1 (third finding, §3.4 and §A.1)",
          paper_design="prospective yes/no with its reasoning text"),
     dict(id="p2-gain", paper="paper 2", chapter="miscalibration", match="lowers the policy-aware loss",
@@ -127,12 +134,13 @@ def _call(fn, *args, **kwargs):
 
 
 def _prefix_design(claim: str, known: dict[str, Design]) -> tuple[str, Design]:
-    """The longest known panel or source name that starts ``claim``, with its design."""
+    """The verdict's panel label (its claim before ': ') and the design of the longest known
+    panel or source name that starts the claim."""
+    label = claim.split(": ", 1)[0]  # the panel with what the chapter adds (subset, model)
     hits = [k for k in known if claim.startswith(k)]
     if not hits:
-        return claim.split(": ", 1)[0], Design(UNKNOWN, "not matched to a panel")
-    best = max(hits, key=len)
-    return best, known[best]
+        return label, Design(UNKNOWN, "not matched to a panel")
+    return label, known[max(hits, key=len)]
 
 
 def _source_design(source: str) -> Design:
