@@ -204,3 +204,13 @@ def test_untestable_claims_say_why():
     assert row["panels tried"] == 1 and "missing" in row["why"]
     # a claim no chapter decided is listed too
     assert (u["panels tried"] == 0).any()
+
+
+def test_claims_of_chapters_not_gathered_are_not_called_untestable():
+    from metacog.pages import findings
+
+    empty = findings.findings_table([])
+    assert set(findings.untestable(empty)["panels tried"]) == {0}
+    assert findings.untestable(empty, chapters=["rank_one"])["claim"].str.contains("rank one").any()
+    assert len(findings.untestable(empty, chapters=["rank_one"])) == 2
+    assert findings.untestable(empty, chapters=[]).empty

@@ -321,11 +321,15 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
     return out.fillna("—").replace("", "—")
 
 
-def untestable(table: pd.DataFrame) -> pd.DataFrame:
+def untestable(table: pd.DataFrame, chapters=None) -> pd.DataFrame:
     """Claims of the papers the book cannot decide on any panel: every verdict on them is
-    "insufficient evidence" (with the first distinct reasons), or no chapter decided them."""
+    "insufficient evidence" (with each panel's reason), or their chapter decided nothing.
+    ``chapters`` (default: all) are the chapters whose verdicts ``table`` gathers; claims of
+    other chapters are left out rather than called untestable."""
     rows = []
     for c in PAPER_CLAIMS:
+        if chapters is not None and c["chapter"] not in chapters:
+            continue
         t = table[table["claim_id"] == c["id"]]
         if len(t) and (t["status"] != "insufficient evidence").any():
             continue
