@@ -115,3 +115,16 @@ def test_spar_style_names_give_a_same_weight_twin_and_a_named_reasoning_model():
 def test_verdict_claims_name_the_design():
     t = _table([0.05, 0.06, 0.04, 0.07, 0.05, 0.06]).assign(timing="before answering")
     assert _verdict(t).claim.startswith("p (prospective): ")
+
+
+def test_paragraph_sets_the_twins_beside_a_supported_judge_comparison():
+    from metacog.hypotheses.verdict import decide
+
+    label = "p (after answering)"
+    judge = decide(f"{label}: reasoning judges are better calibrated to themselves than non-reasoning judges",
+                   "d", 0.07, 0.04, 0.1)
+    twin = decide(f"{label}: a model with thinking is better calibrated to itself than its twin without",
+                  "d", 0.05, -0.01, 0.11, n={"same-weight twin pairs": 8})
+    account = decide(f"{label}: the symbolic-shortcut account (twin pairs)", "d", 0.03, -0.03, 0.08)
+    text = sd.verdict_paragraph([account], [judge, twin])
+    assert "Nor do the same-weight twins" in text and "−0.010 to 0.110" in text

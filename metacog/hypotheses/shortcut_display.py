@@ -117,6 +117,9 @@ def verdict_paragraph(account: list, decided: list) -> str:
     overall = {v.claim.split(": ", 1)[0]: v for v in decided
                if v.claim.endswith("better calibrated to themselves than non-reasoning judges")
                and "formal" not in v.claim}
+    twin = {v.claim.split(": ", 1)[0]: v for v in decided
+            if v.claim.endswith("a model with thinking is better calibrated to itself than its twin without")
+            and "formal" not in v.claim}
     parts = []
     for v in account:
         panel = v.claim.split(": ", 1)[0]
@@ -125,6 +128,10 @@ def verdict_paragraph(account: list, decided: list) -> str:
         if o is not None and o.status == SUPPORTED and v.status != SUPPORTED:
             s += (f" Reasoning judges are better calibrated to themselves overall, by {o.interval()}, but "
                   f"that alone is not the account: it predicts the advantage on formal items above all.")
+            t = twin.get(panel)
+            if t is not None and t.status != SUPPORTED and t.basis != "counts":
+                s += (f" Nor do the same-weight twins, the design that holds the model fixed, confirm the "
+                      f"overall advantage: their difference is {t.interval()} ({t.status}: {t.reason}).")
         parts.append(s)
     return " ".join(parts)
 
