@@ -13,6 +13,10 @@ the same call however requests interleave:
 - ``[[always500]]``, ``[[always400]]``: every request fails with that status.
 - ``[[echoauth]]``: a 401 whose message echoes the Authorization header.
 - ``[[echoreply]]``: a 200 whose reply text echoes the Authorization header.
+- ``[[echokey]]``: a 401 echoing only the credential after the scheme (the bare key), as
+  hosted APIs do ("Incorrect API key provided: ...").
+- ``[[echobase]]``: a 401 echoing the Authorization header's credentials in base64
+  (the whole header value, and its part after the scheme, e.g. the bare key).
 - ``[[empty]]``: the reply content is the empty string.
 - ``[[garbage]]``: the reply has no "Final answer:" line.
 - ``[[answer:TEXT]]``: answer probes reply "Final answer: TEXT".
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import hashlib
 import json
 import math
@@ -186,6 +191,14 @@ class FakeServer:
             return 500, {"error": {"message": "injected permanent 500", "type": "server_error"}}
         if "echoauth" in marks:  # a careless provider echoing the key in its error text
             return 401, {"error": {"message": f"Incorrect API key provided: {auth}",
+                                   "type": "invalid_request_error"}}
+        if "echokey" in marks:
+            return 401, {"error": {"message": f"Incorrect API key provided: {auth.partition(' ')[2]}",
+                                   "type": "invalid_request_error"}}
+        if "echobase" in marks:
+            cred = auth.partition(" ")[2]
+            enc = [base64.b64encode(x.encode()).decode() for x in (auth, cred)]
+            return 401, {"error": {"message": f"Bad credentials (header {enc[0]}, token {enc[1]})",
                                    "type": "invalid_request_error"}}
         if "echoreply" in marks:
             return 200, {"id": "echo", "object": "chat.completion", "created": 1700000000,

@@ -4,6 +4,11 @@ litellm is imported lazily (the import takes seconds and must stay offline:
 the cost map is the bundled one). :func:`call_one` asks one task with
 exponential backoff and jitter on 429, 5xx, timeouts and broken replies, and
 returns ('ok', payload) or ('error', payload): it never raises for a failed call.
+
+A failed call's payload says whether it is *transient* (:func:`is_transient`:
+the server could not be reached, dropped the connection, timed out, was rate
+limited or unavailable): such a failure says nothing about the call, so a later
+run asks it again by itself; other failures are final until ``retry_failed``.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 
 from metacog.elicit import http, parse
 from metacog.elicit.local import litellm_version, register
-from metacog.elicit.redaction import redact
+from metacog.elicit.redaction import redact, redact_url
 from metacog.elicit.tasks import Settings, Task, is_local
 
 # litellm fetches its price map from GitHub at import unless told not to; set this as
@@ -74,6 +79,47 @@ def is_retryable(exc: BaseException) -> bool:
         return True
     msg = str(exc).lower()
     return any(w in msg for w in ("timed out", "timeout", "connection", "json", "expecting value"))
+
+
+#: Statuses and exception names of failures that say nothing about the call itself.
+TRANSIENT_STATUS = {408, 429, 502, 503, 504}
+TRANSIENT_NAMES = {
+    "TimeoutError", "Timeout", "APITimeoutError", "ServerTimeoutError", "ConnectionError",
+    "ConnectionRefusedError", "ConnectionResetError", "ConnectionAbortedError", "BrokenPipeError",
+    "APIConnectionError", "ClientConnectorError", "ClientConnectionError", "ClientOSError",
+    "ServerDisconnectedError", "ClientConnectorDNSError", "ServerConnectionError",
+    "ClientConnectionResetError", "RateLimitError", "ServiceUnavailableError",
+}
+
+
+_TRANSIENT_WORDS = ("connection error", "connection refused", "connection reset", "cannot connect",
+                    "server disconnected", "timed out", "timeout")
+
+
+def _transient(name: str | None, status: int | None, message: str) -> bool:
+    if name in TRANSIENT_NAMES or status in TRANSIENT_STATUS:
+        return True
+    if status is not None and 400 <= status < 500:
+        return False  # the server read the request and refused it
+    # litellm reports a refused connection as InternalServerError (500) "... Connection error."
+    msg = message.lower()
+    return any(w in msg for w in _TRANSIENT_WORDS)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """True when the call failed for a reason outside it: connection refused or reset, a
+    timeout, 429/502/503/504. A later run asks such calls again without ``retry_failed``."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+        return True
+    return _transient(type(exc).__name__, _status_code(exc), str(exc)[:2000])
+
+
+def transient_payload(payload: dict[str, Any]) -> bool:
+    """Whether a cached failure is transient (rows stored before the flag existed: by their error)."""
+    if "transient" in payload:
+        return bool(payload["transient"])
+    err = str(payload.get("error") or "").rpartition(" [")[0]  # without the '[retries exhausted]' tag
+    return _transient(payload.get("error_type"), payload.get("status_code"), err)
 
 
 @functools.lru_cache(maxsize=None)
@@ -181,7 +227,7 @@ async def _ask_routed(task: Task, s: Settings, name: str, timeout: float, attemp
     d = await s.router.acquire(name, tokens)
     t0 = time.perf_counter()
     try:
-        p = dict(d.params)
+        p = d.resolved()
         model, base = p.pop("model"), p.get("api_base")
         if s.transport == "auto" and http.eligible(model, base, {k: v for k, v in p.items() if k != "api_base"}):
             doc = await http.complete(base, model, task.messages, task.params, timeout,
@@ -194,7 +240,7 @@ async def _ask_routed(task: Task, s: Settings, name: str, timeout: float, attemp
                                        max_retries=0, num_retries=0, **kw)
             out = _extract(await asyncio.wait_for(coro, timeout + 1.0), task, time.perf_counter() - t0,
                            attempt, litellm)
-        out["deployment"] = f"{name}: {model} @ {base or 'provider default'}"
+        out["deployment"] = redact_url(d.describe())
         return out
     finally:
         s.router.release(d)
@@ -244,13 +290,16 @@ async def call_one(task: Task, s: Settings, litellm=None, sleep=asyncio.sleep) -
                 await sleep(delay)
     exc = last
     retryable = is_retryable(exc)
-    reason = "retries exhausted" if retryable else "not retryable"
+    transient = is_transient(exc)
+    reason = ("transient: asked again by the next run" if transient
+              else "retries exhausted" if retryable else "not retryable")
     backend = "llama_cpp" if is_local(task.model) else ("http" if direct else "litellm")
     return "error", {
         "error": redact(f"{type(exc).__name__}: {str(exc)[:1900]} [{reason}]"),
         "error_type": type(exc).__name__,
         "status_code": _status_code(exc),
         "final_status": f"failed after {attempt} attempt(s): {reason}",
+        "transient": transient,
         "attempts": attempt,
         "latency_s": time.perf_counter() - t_first,
         "backend": backend,

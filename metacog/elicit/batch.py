@@ -3,6 +3,13 @@
 Identical keys are asked once. Keys another live run holds a lease on are
 not asked here: this run waits for their rows (or takes the lease over when
 that run dies), so two runs on one cache never ask the same call twice.
+
+A cached failure is replayed unless it was transient (server unreachable,
+timeout, 429/502/503/504: asked again) or ``retry_failed`` is set. When the
+cache fails in the middle of a run (corrupted file, full disk), no further call
+is started, the calls in flight finish, and their answers stay in the results
+(``Counts.cache_error`` says what happened; the engine raises it afterwards
+with the fetched rows attached), and the HTTP session is closed on every way out.
 """
 
 from __future__ import annotations
@@ -12,14 +19,14 @@ import math
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from metacog.elicit import http
-from metacog.elicit.backend import call_one, get_litellm
-from metacog.elicit.cache import LEASE_SECONDS, Cache
+from metacog.elicit.backend import call_one, get_litellm, priced, transient_payload
+from metacog.elicit.cache import LEASE_SECONDS, Cache, CacheError
 from metacog.elicit.cost import check_budget, estimate_cost
-from metacog.elicit.redaction import redact_payload
+from metacog.elicit.redaction import current, redact, redact_payload
 from metacog.elicit.tasks import Settings, Task, is_local
 
 #: Seconds between looks at keys another run is asking.
@@ -36,6 +43,19 @@ class Counts:
     skipped: int = 0
     waited: int = 0
     spent: float = 0.0
+    cached_failed: int = 0  # failures replayed from the cache (final ones: re-asked with retry_failed)
+    cache_error: str | None = None  # the cache failed mid-run: its message
+    unasked: set = field(default_factory=set)  # keys not asked because the cache failed
+
+    def broke(self, exc: CacheError) -> None:
+        """Note the first cache failure of the run (later ones say nothing new)."""
+        if self.cache_error is None:
+            self.cache_error = str(exc)
+
+
+def _not_asked(t: Task, results: dict, counts: Counts) -> None:
+    results[t.key] = ("missing", {"error": "not asked: the response cache failed during the run"}, False)
+    counts.unasked.add(t.key)
 
 
 def _progress(total: int, desc: str, enabled: bool):
@@ -47,7 +67,10 @@ def _progress(total: int, desc: str, enabled: bool):
 
 
 def _usable(entry, s: Settings) -> bool:
-    return entry is not None and (entry.status == "ok" or not s.retry_failed)
+    """A cached answer, or a cached failure that is final (not transient) when not retrying failures."""
+    if entry is None:
+        return False
+    return entry.status == "ok" or not (s.retry_failed or transient_payload(entry.payload))
 
 
 def _announce(todo: list[Task], s: Settings, counts: Counts) -> None:
@@ -63,12 +86,16 @@ def _announce(todo: list[Task], s: Settings, counts: Counts) -> None:
             check_budget(est, s.max_cost - counts.spent)
 
 
-async def _heartbeat(cache: Cache, stop: asyncio.Event) -> None:
+async def _heartbeat(cache: Cache, stop: asyncio.Event, counts: Counts) -> None:
     while not stop.is_set():
         try:
             await asyncio.wait_for(stop.wait(), LEASE_SECONDS / 3)
         except asyncio.TimeoutError:
-            await asyncio.to_thread(cache.renew)
+            try:
+                await asyncio.to_thread(cache.renew)
+            except CacheError as exc:
+                counts.broke(exc)
+                return
 
 
 async def run_tasks(tasks: list[Task], cache: Cache | None, s: Settings, counts: Counts,
@@ -78,24 +105,37 @@ async def run_tasks(tasks: list[Task], cache: Cache | None, s: Settings, counts:
     for t in tasks:
         unique.setdefault(t.key, t)
     started = time.time()
-    known = cache.get_many(unique) if cache is not None else {}
     results: dict[str, tuple[str, dict[str, Any], bool]] = {}
+    if counts.cache_error is not None:  # broken in an earlier phase: ask nothing more
+        for t in unique.values():
+            _not_asked(t, results, counts)
+        return results
+    try:
+        known = cache.get_many(unique) if cache is not None else {}
+    except CacheError as exc:
+        counts.broke(exc)
+        for t in unique.values():
+            _not_asked(t, results, counts)
+        return results
     todo: list[Task] = []
+    sec = current()  # rows stored before a secret was known are redacted on the way out too
     for k, t in unique.items():
         e = known.get(k)
         if _usable(e, s):
-            results[k] = (e.status, e.payload, True)
+            results[k] = (e.status, redact_payload(e.payload, sec), True)
         else:
             todo.append(t)
     counts.cached += len(results)
-    counts.failed += sum(1 for st, _, _ in results.values() if st == "error")
+    n_failed = sum(1 for st, _, _ in results.values() if st == "error")
+    counts.failed += n_failed
+    counts.cached_failed += n_failed
     bar = _progress(len(unique), desc, s.progress)
     if bar is not None:
         bar.update(len(results))
     if todo:
         _announce(todo, s, counts)
         stop = asyncio.Event()
-        beat = asyncio.create_task(_heartbeat(cache, stop)) if cache is not None else None
+        beat = asyncio.create_task(_heartbeat(cache, stop, counts)) if cache is not None else None
         try:
             await _ask_all(todo, cache, s, counts, results, bar, started)
         finally:
@@ -115,7 +155,7 @@ def check_models(models: list[str], s: Settings, litellm) -> None:
         try:
             litellm.get_llm_provider(model=m, api_base=s.api_base)
         except Exception as exc:  # noqa: BLE001 - litellm raises its own BadRequestError
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            first = redact((str(exc).strip().splitlines() or [type(exc).__name__])[0][:300])
             raise ValueError(
                 f"model {m!r}: litellm does not know its provider ({first}). Use 'openai/<name>' with "
                 "--api-base for an OpenAI-compatible server (vLLM, llama.cpp, ...), 'local/<name>' for "
@@ -130,6 +170,10 @@ async def _ask_all(todo: list[Task], cache: Cache | None, s: Settings, counts: C
     litellm = get_litellm() if via_litellm else None
     if via_litellm:
         check_models(via_litellm, s, litellm)
+    for m in dict.fromkeys(t.model for t in todo):
+        # Look prices up (importing litellm: seconds) before any call is in flight: done at the
+        # first reply, it would block the loop and time the other calls out.
+        priced(m)
     sems: dict[str, asyncio.Semaphore] = {}
 
     async def worker(t: Task) -> None:
@@ -137,19 +181,21 @@ async def _ask_all(todo: list[Task], cache: Cache | None, s: Settings, counts: C
         width = 1 if is_local(t.model) else max(1, s.concurrency)
         sem = sems.setdefault(t.model, asyncio.Semaphore(width))
         async with sem:
-            if s.max_cost is not None and counts.spent >= s.max_cost and not is_local(t.model):
+            if counts.cache_error is not None:
+                _not_asked(t, results, counts)
+            elif s.max_cost is not None and counts.spent >= s.max_cost and not is_local(t.model):
                 counts.skipped += 1
                 results[t.key] = ("missing", {"error": "skipped: max_cost reached"}, False)
                 if cache is not None:
-                    cache.release([t.key])
+                    _store(cache, counts, cache.release, [t.key])
             else:
                 status, payload = await call_one(t, s, litellm)
                 payload = redact_payload(payload)
-                if cache is not None:
+                results[t.key] = (status, payload, False)  # kept even if the cache cannot store it
+                if cache is not None and counts.cache_error is None:
                     request = {"model": t.model, "messages": t.messages, "params": t.params,
                                "template": t.template.tag}
-                    cache.put(t.key, t.model, status, request, payload)
-                results[t.key] = (status, payload, False)
+                    _store(cache, counts, cache.put, t.key, t.model, status, request, payload)
                 counts.done += 1
                 counts.failed += status == "error"
                 c = payload.get("cost_usd")
@@ -165,18 +211,51 @@ async def _ask_all(todo: list[Task], cache: Cache | None, s: Settings, counts: C
         await http.close()
 
 
+def _store(cache: Cache, counts: Counts, method, *args) -> None:
+    """Call a cache method; a CacheError marks the run's cache as broken instead of raising."""
+    try:
+        method(*args)
+    except CacheError as exc:
+        counts.broke(exc)
+
+
+async def _gather(coros) -> None:
+    """Run ``coros`` together; if one raises, cancel the others and wait for them (no orphan
+    keeps using the HTTP session after it is closed)."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
 async def _drain(todo, cache, s, counts, results, bar, started, worker) -> None:
     """Ask what this run can lease; take the rows of what another run is asking as they land."""
     pending = {t.key: t for t in todo}
     while pending:
-        mine = cache.claim(pending, answered_since=started) if cache is not None else list(pending)
+        if counts.cache_error is not None:
+            for t in pending.values():
+                _not_asked(t, results, counts)
+            return
+        try:
+            mine = cache.claim(pending, answered_since=started) if cache is not None else list(pending)
+        except CacheError as exc:
+            counts.broke(exc)
+            continue
         batch = [pending.pop(k) for k in mine]
-        await asyncio.gather(*(worker(t) for t in batch))
-        if not pending:
-            break
+        await _gather(worker(t) for t in batch)
+        if not pending or counts.cache_error is not None:
+            continue
         # The rest is being asked by another run: take its rows as they land.
         await asyncio.sleep(POLL_SECONDS)
-        landed = cache.get_many(pending)
+        try:
+            landed = cache.get_many(pending)
+        except CacheError as exc:
+            counts.broke(exc)
+            continue
         for k in list(pending):
             e = landed.get(k)
             if e is not None and (e.status == "ok" or e.created >= started):

@@ -5,12 +5,15 @@ version) in canonical JSON. Every finished call (success or final failure)
 appends one row in its own transaction, so a run killed with SIGKILL loses at
 most the calls in flight, never a committed row, and never leaves half a row:
 the restarted run re-asks only the keys without a row. A key's answer is its
-latest 'ok' row; failing that, its latest 'error' row (re-asked only with
-``retry_failed``). Rows are never updated or deleted.
+latest 'ok' row; failing that, its latest 'error' row: re-asked by the next run
+when the failure was transient (server unreachable, timeout, 429/502/503/504:
+``payload['transient']``), else only with ``retry_failed``. Rows are never
+updated or deleted.
 
 No secrets go in: the stored request is the model id, the messages and the
 sampling parameters; API keys live only in the environment, and the engine
-redacts their values from every payload before it is stored.
+redacts them (and URL passwords, see :mod:`metacog.elicit.redaction`) from
+every payload before it is stored.
 
 Two runs on one cache share the work through *leases*: a run claims the keys
 it is about to ask (:meth:`Cache.claim`), renews its claim while it runs, and
@@ -60,7 +63,15 @@ LEASE_SECONDS = 60.0
 
 
 class CacheError(ValueError):
-    """The response cache file cannot be used (not SQLite, corrupted, unwritable)."""
+    """The response cache file cannot be used (not SQLite, corrupted, unwritable).
+
+    Raised by :func:`metacog.elicit.run` after a run during which the cache
+    failed, ``partial`` holds the rows that run fetched or replayed and
+    ``reason`` the cache's own message (else both are None).
+    """
+
+    partial = None
+    reason = None
 
 
 def _guarded(method):

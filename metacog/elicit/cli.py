@@ -7,11 +7,14 @@ Examples::
     metacog elicit --items my_items.jsonl --models openai/my-model --api-base http://127.0.0.1:8000/v1
 
 Also runnable as ``python -m metacog.elicit.cli``. Exit status: 0 when the run
-finished (failed calls are rows with parse_status 'error'; transient failures
-can be re-asked with --retry-failed); 1 when every call failed or some failed
-in a way re-asking cannot fix (unknown model, refused key, bad request: the
-reason is printed, with the server's URL when it could not be reached); 2 for
-bad arguments, an unusable cache, or a cost estimate above --max-cost.
+finished (failed calls are rows with parse_status 'error'; calls that failed
+for a transient reason, such as a server not yet running, a timeout or a 429,
+are asked again by the next run; other failures stay cached until
+--retry-failed); 1 when every call failed or some failed in a way re-asking
+cannot fix (unknown model, refused key, bad request: the reason is printed,
+with the server's URL when it could not be reached); 2 for bad arguments, an
+unusable cache (when it fails mid-run, the rows fetched so far are written to
+--out, or next to the cache, first), or a cost estimate above --max-cost.
 """
 
 from __future__ import annotations
@@ -48,8 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                      help="comma-separated: answer, answer_no_context, prospective, counterfactual, "
                      "c0, c1, c2 (default prospective,answer)")
     ask.add_argument("--api-base", default=None, metavar="URL",
-                     help="OpenAI-compatible server for openai/<name> models; keys come from the "
-                     "environment (OPENAI_API_KEY ...)")
+                     help="OpenAI-compatible server for openai/<name> models, or os.environ/NAME to "
+                     "read it from the environment (then a secret); keys come from the environment "
+                     "(OPENAI_API_KEY ...); a password in the URL is sent as Basic auth, never stored")
     ask.add_argument("--router", type=Path, default=None, metavar="FILE.yaml",
                      help="litellm Router model_list file: model names served by several deployments "
                      "(each with optional rpm/tpm limits) plus fallbacks; --models may use its names")
@@ -66,7 +70,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     out = p.add_argument_group("cache and output")
     out.add_argument("--cache", default=None, metavar="DIR",
                      help="response cache folder (default $METACOG_ELICIT_CACHE or ~/.cache/metacog/elicit)")
-    out.add_argument("--retry-failed", action="store_true", help="re-ask calls cached as failed")
+    out.add_argument("--retry-failed", action="store_true",
+                     help="re-ask calls cached as final failures (transient ones, such as a server not "
+                     "yet running, a timeout or a 429, are asked again anyway)")
     out.add_argument("--out", type=Path, default=None, metavar="FILE",
                      help="write the response table to FILE.parquet or FILE.csv")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -188,18 +194,28 @@ def check_settings(args) -> None:
         _writable_folder(Path(args.out).parent, f"--out {args.out}")
 
 
-def failure_report(df, api_base: str | None) -> tuple[int, str]:
+def failure_report(df, api_base: str | None, counts: dict | None = None,
+                   router: str | os.PathLike | None = None) -> tuple[int, str]:
     """(exit status, message) for the failed rows of a finished run: 1 when every call
-    failed or some failure cannot be fixed by asking again, else 0."""
+    failed or some failure cannot be fixed by asking again, else 0. ``counts`` (the run's
+    ``attrs['counts']``) tells failures replayed from the cache, which only --retry-failed re-asks."""
     err = df.loc[df["parse_status"] == "error", "error"].astype(str)
     if err.empty:
         return 0, ""
     final = err.str.contains("not retryable", regex=False)
+    transient = err.str.contains("[transient", regex=False)
     top = (err[final] if final.any() else err).value_counts().index[0]
+    from_cache = int((counts or {}).get("cached_failed") or 0)
+    if from_cache and from_cache == len(err) == len(df) and not (counts or {}).get("done"):
+        return 1, (f"nothing was asked: all {len(df)} call(s) failed in an earlier run and were replayed "
+                   f"from the cache as failures (most common: {top[:300]}); re-ask them with --retry-failed.")
+    cached = (f" {from_cache} of these failures were replayed from the cache; re-ask them with "
+              f"--retry-failed." if from_cache else "")
     low = top.lower()
     hint = ""
     if "connect" in low or "refused" in low:
-        hint = f" Is the server at {api_base or 'the provider default URL'} running and reachable?"
+        where = f"the servers of {router}" if router else f"the server at {api_base or 'the provider default URL'}"
+        hint = f" Is {where} running and reachable?"
     elif "authentication" in low or "api key" in low:
         hint = " Check the API key in the environment (e.g. OPENAI_API_KEY)."
     elif "provider" in low or "notfound" in low or "not found" in low:
@@ -208,13 +224,53 @@ def failure_report(df, api_base: str | None) -> tuple[int, str]:
     if final.any() or len(err) == len(df):
         what = "every call failed" if len(err) == len(df) else f"{len(err)} call(s) failed"
         kind = "; asking again cannot fix it" if final.any() else ""
-        return 1, f"{what}{kind}. Most common error: {top[:400]}.{hint}"
+        return 1, f"{what}{kind}. Most common error: {top[:400]}.{hint}{cached}"
+    if transient.all():
+        return 0, (f"{len(err)} call(s) failed for a transient reason (server unreachable, timeout, rate "
+                   f"limit); the next run asks them again.{hint}")
     return 0, f"{len(err)} call(s) failed; re-ask them with --retry-failed.{hint}"
+
+
+def write_table(df, out: Path) -> None:
+    """Write ``df`` to ``out`` (.parquet, else .csv) atomically."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    if out.suffix == ".parquet":
+        df.to_parquet(tmp, index=False)
+    else:
+        df.to_csv(tmp, index=False)
+    tmp.replace(out)
+
+
+def _save_partial(partial, args) -> str:
+    """Write the rows a run fetched before its cache failed (to --out, else next to the cache);
+    returns the sentence saying where, or why not."""
+    if partial is None or len(partial) == 0:
+        return ""
+    if args.out is not None:
+        dest = Path(args.out)
+    else:
+        import time
+
+        from metacog.elicit.cache import default_dir
+
+        folder = Path(args.cache).expanduser() if args.cache is not None else default_dir()
+        if folder.suffix in (".sqlite", ".db", ".sqlite3"):
+            folder = folder.parent
+        dest = folder / f"rescued-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.parquet"
+    n_not = int(partial.attrs.get("counts", {}).get("not_asked", 0))
+    try:
+        write_table(partial, dest)
+    except OSError as exc:
+        return f"could not write the {len(partial)} row(s) this run fetched or replayed to {dest} ({exc})."
+    return (f"wrote the {len(partial)} row(s) this run fetched or replayed to {dest} "
+            f"(a partial table: {n_not} call(s) were not asked).")
 
 
 def main(args: argparse.Namespace) -> int:
     """Run ``metacog elicit`` with parsed ``args``; returns the exit status."""
     from metacog.benchmarks.sandbox import SandboxUnavailable
+    from metacog.elicit.cache import CacheError
     from metacog.elicit.engine import BudgetError, run
     from metacog.elicit.redaction import redact
 
@@ -228,24 +284,24 @@ def main(args: argparse.Namespace) -> int:
                  retry_failed=args.retry_failed, max_cost=args.max_cost,
                  max_tokens=args.max_tokens, seed=args.seed, progress=not args.no_progress,
                  **({"router": args.router} if getattr(args, "router", None) else {}))
+    except CacheError as exc:
+        saved = _save_partial(exc.partial, args)  # what was fetched is written before the error
+        print(f"metacog elicit: {redact(getattr(exc, 'reason', None) or exc)}", file=sys.stderr)
+        if saved:
+            print(f"metacog elicit: {redact(saved)}", file=sys.stderr)
+        return 2
     except (ValueError, BudgetError, SandboxUnavailable) as exc:
         print(f"metacog elicit: {redact(exc)}", file=sys.stderr)
         return 2
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out.with_name(args.out.name + ".tmp")
-        if args.out.suffix == ".parquet":
-            df.to_parquet(tmp, index=False)
-        else:
-            df.to_csv(tmp, index=False)
-        tmp.replace(args.out)
+        write_table(df, args.out)
     c = df.attrs.get("counts", {})
     status = df.groupby(["model", "probe", "parse_status"], observed=True).size()
     print(status.rename("rows").reset_index().to_string(index=False), file=sys.stderr)
     n_err = int((df["parse_status"] == "error").sum())
     print(f"metacog elicit: {len(df)} rows; asked {c.get('done', 0)}, cached {c.get('cached', 0)}, "
           f"failed {n_err}" + (f"; wrote {args.out}" if args.out is not None else ""), file=sys.stderr)
-    code, why = failure_report(df, args.api_base)
+    code, why = failure_report(df, args.api_base, c, getattr(args, "router", None))
     if why:
         print(f"metacog elicit: {redact(why)}", file=sys.stderr)
     return code

@@ -30,9 +30,10 @@ from metacog.tidy import schema
 from metacog.elicit import prompts
 from metacog.elicit.backend import EmptyReply, call_one, get_litellm, is_retryable, priced  # noqa: F401
 from metacog.elicit.batch import Counts, run_coro, run_tasks
-from metacog.elicit.cache import Cache
+from metacog.elicit.cache import Cache, CacheError
 from metacog.elicit.cost import BudgetError, check_budget, estimate_cost  # noqa: F401
-from metacog.elicit.redaction import check_kwargs, redact  # noqa: F401
+from metacog.elicit import http
+from metacog.elicit.redaction import check_kwargs, from_env, redact, register_url  # noqa: F401
 from metacog.elicit.rows import _row, default_grader  # noqa: F401
 from metacog.elicit.tasks import (CODE_BENCHMARKS, DEFAULT_MODELS, LOCAL_PREFIX, Settings, Task,  # noqa: F401
                                   is_local, make_task)
@@ -110,10 +111,14 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
     cache : a :class:`Cache`, a folder / .sqlite path, None for the default
         folder (``$METACOG_ELICIT_CACHE`` or ~/.cache/metacog/elicit), or False
         for no cache.
+    api_base : the OpenAI-compatible server of 'openai/<name>' models, or 'os.environ/NAME' to
+        read it from the environment (then redacted like a key); a password in the URL is sent
+        as Basic auth and redacted from everything stored or printed.
     samples : repeats per call (sample s uses seed ``seed + s``).
     concurrency : requests in flight per model. timeout : seconds per call.
     max_retries, backoff : retries on 429/5xx/timeouts, first wait ~``backoff`` s, doubling, jittered.
-    retry_failed : re-ask calls whose cached result is a failure.
+    retry_failed : re-ask calls whose cached result is a final failure (transient ones, such as
+        connection refused, timeouts, 429/502/503/504, are asked again without it).
     max_cost : refuse to start (BudgetError) when the estimated cost of
         uncached paid calls exceeds it; stop asking once spent.
     grader : ``f(item, reply_text, probe) -> 1.0/0.0/NaN`` for answer probes
@@ -146,6 +151,8 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
     if not isinstance(max_retries, int) or max_retries < 0:
         raise ValueError(f"run: max_retries must be an integer >= 0, got {max_retries!r}.")
     _check_sandbox(items, probes, grader)
+    api_base = from_env(api_base, "api_base (--api-base)")  # 'os.environ/NAME': the value is a secret
+    register_url(api_base)
     if transport not in ("auto", "litellm"):
         raise ValueError(f"run: transport must be 'auto' or 'litellm', got {transport!r}.")
     s = Settings(api_base=api_base, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
@@ -162,14 +169,33 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
         store = Cache(cache)
         own_cache = True
     try:
-        return run_coro(_run_async(items, models, probes, store, s, samples, grader))
+        df = run_coro(_run_async(items, models, probes, store, s, samples, grader))
     finally:
         if own_cache:
             store.close()
+    c = df.attrs.get("counts", {})
+    if c.get("cache_error"):
+        unasked = df.attrs.pop("unasked", set())
+        partial = df[~df["cache_key"].isin(unasked)].reset_index(drop=True)
+        partial.attrs = dict(df.attrs)
+        exc = CacheError(f"{c['cache_error']} It failed during the run: {c['done']} call(s) were asked "
+                         f"and {c['cached']} replayed, all in this error's .partial table "
+                         f"({len(partial)} row(s)); {len(unasked)} call(s) were not asked.")
+        exc.partial, exc.reason = partial, c["cache_error"]
+        raise exc
+    return df
 
 
 async def _run_async(items: list[Item], models: list[str], probes: list[str], store: Cache | None,
                      s: Settings, samples: int, grader: Callable) -> pd.DataFrame:
+    try:
+        return await _phases(items, models, probes, store, s, samples, grader)
+    finally:
+        await http.close()  # on every way out, also when a phase raised or was cancelled
+
+
+async def _phases(items: list[Item], models: list[str], probes: list[str], store: Cache | None,
+                  s: Settings, samples: int, grader: Callable) -> pd.DataFrame:
     first = [p for p in probes if p != "counterfactual"]
     if "counterfactual" in probes and "answer" not in first:
         first.append("answer")
@@ -203,7 +229,9 @@ async def _run_async(items: list[Item], models: list[str], probes: list[str], st
 
     df = pd.DataFrame(rows)
     if df.empty:
-        return schema.empty()
+        out = schema.empty()
+        out.attrs["counts"] = _counts(counts)
+        return out
     # Judgments are scored against the same model's attempt without the context.
     nc = df[df["probe"] == "answer_no_context"].set_index(["model", "benchmark", "item_id", "sample"])
     if not nc.empty and "correct" in df:
@@ -224,6 +252,13 @@ async def _run_async(items: list[Item], models: list[str], probes: list[str], st
     df = df.sort_values(["_m", "_o", "_i", "sample"], kind="stable").drop(columns=["_o", "_m", "_i"])
     df = df.reset_index(drop=True)
     out = schema.conform(df, source="metacog.elicit.run")
-    out.attrs["counts"] = {"done": counts.done, "cached": counts.cached, "failed": counts.failed,
-                           "skipped": counts.skipped, "waited": counts.waited, "spent_usd": counts.spent}
+    out.attrs["counts"] = _counts(counts)
+    if counts.unasked:
+        out.attrs["unasked"] = set(counts.unasked)
     return out
+
+
+def _counts(counts: Counts) -> dict[str, Any]:
+    return {"done": counts.done, "cached": counts.cached, "failed": counts.failed,
+            "cached_failed": counts.cached_failed, "skipped": counts.skipped, "waited": counts.waited,
+            "spent_usd": counts.spent, "not_asked": len(counts.unasked), "cache_error": counts.cache_error}

@@ -4,21 +4,28 @@ litellm costs 6-12 ms of CPU per call on the event loop, which caps a run at
 about 45% of the ideal request rate at 32 calls in flight (issue #16). For
 ``openai/<name>`` with an ``api_base`` (vLLM, llama.cpp's server, any
 OpenAI-compatible endpoint) and no extra litellm options, the engine instead
-POSTs ``/chat/completions`` itself: about 0.3 ms of CPU per call. Hosted
-providers, the local panel and router runs still go through litellm.
+POSTs ``/chat/completions`` itself: about 0.3 ms of CPU per call (router
+deployments of that kind too). Hosted providers and the local panel still go
+through litellm.
 
-The key comes from ``OPENAI_API_KEY`` (as litellm would take it); errors are
-raised as :class:`HTTPError` with the status code, so the engine's retry rules
-apply unchanged.
+The key comes from ``OPENAI_API_KEY`` (as litellm would take it), or from the
+router deployment's ``api_key``; credentials in the URL (``http://user:pass@host``)
+are sent as Basic auth instead of the key. Every key and URL password sent is
+registered with :mod:`metacog.elicit.redaction`, so whatever a server echoes of
+it is redacted. Errors are raised as :class:`HTTPError` with the status code, so
+the engine's retry rules apply unchanged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import json
 from importlib.metadata import version
 from typing import Any
+
+from metacog.elicit.redaction import register, register_url, url_credentials
 
 _SESSIONS: dict[int, Any] = {}
 
@@ -94,6 +101,19 @@ async def close() -> None:
         await sess.close()
 
 
+@functools.lru_cache(maxsize=64)
+def _endpoint(api_base: str) -> tuple[str, str | None]:
+    """(chat-completions URL without userinfo, the Basic Authorization value of the URL's
+    credentials or None)."""
+    register_url(api_base)
+    bare, user, pw = url_credentials(api_base)
+    auth = None
+    if user is not None:
+        auth = "Basic " + base64.b64encode(f"{user}:{pw or ''}".encode("utf-8")).decode("ascii")
+        register(auth)
+    return bare.rstrip("/") + "/chat/completions", auth
+
+
 def _message(body: bytes) -> str:
     try:
         doc = json.loads(body)
@@ -108,9 +128,12 @@ async def complete(api_base: str, model: str, messages: list[dict[str, str]], pa
     """POST one chat completion; returns the reply as a dict (raises HTTPError, TimeoutError, ...)."""
     import aiohttp
 
-    url = api_base.rstrip("/") + "/chat/completions"
+    url, auth = _endpoint(api_base)
     headers = {"Content-Type": "application/json"}
-    if api_key:
+    if auth is not None:
+        headers["Authorization"] = auth
+    elif api_key:
+        register(api_key)
         headers["Authorization"] = f"Bearer {api_key}"
     body = {"model": model.split("/", 1)[1], "messages": messages, **params}
     async with _session().post(url, data=json.dumps(body), headers=headers,

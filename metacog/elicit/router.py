@@ -15,6 +15,11 @@ A router file (YAML) looks like litellm's own Router configuration::
     fallbacks:
       - qwen-7b: [gpt-4o-mini]              # asked when every retry on qwen-7b failed
 
+Any ``litellm_params`` value may be given as ``os.environ/NAME``; every value
+taken from the environment is registered as a secret (redacted from whatever is
+stored or printed, whatever the variable is called), and so is any password in
+an ``api_base`` URL (``http://user:pass@host``, sent as Basic auth).
+
 Each call goes to the deployment of its model name with the most room under
 its limits (ties: fewest calls in flight, then least used); when every
 deployment is at its limit the call waits for the first free slot instead of
@@ -27,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,8 +39,10 @@ from typing import Any
 
 import yaml
 
+from metacog.elicit.redaction import ENV_REF as _ENV_REF
+from metacog.elicit.redaction import from_env, redact_url, register, register_url
+
 WINDOW = 60.0  # seconds over which rpm and tpm are counted
-_ENV_REF = re.compile(r"^os\.environ/([A-Za-z_][A-Za-z0-9_]*)$")
 _ENTRY_KEYS = {"model_name", "litellm_params", "rpm", "tpm", "model_info"}
 _TOP_KEYS = {"model_list", "fallbacks", "router_settings"}
 
@@ -46,7 +52,7 @@ class Deployment:
     """One server of a model name, with its limits and its recent use."""
 
     model_name: str
-    params: dict[str, Any]  # litellm_params without the key; 'model' is the provider id
+    params: dict[str, Any]  # litellm_params without the key ('os.environ/NAME' kept); 'model' is the id
     key_env: str | None = None  # environment variable holding the API key
     rpm: int | None = None
     tpm: int | None = None
@@ -75,7 +81,23 @@ class Deployment:
 
     @property
     def api_key(self) -> str | None:
-        return os.environ.get(self.key_env) if self.key_env else None
+        key = os.environ.get(self.key_env) if self.key_env else None
+        register(key)
+        return key
+
+    def resolved(self) -> dict[str, Any]:
+        """``params`` with every ``os.environ/NAME`` value read from the environment (as a secret)."""
+        out = {k: from_env(v, f"router {self.model_name}: litellm_params.{k}") for k, v in self.params.items()}
+        register_url(out.get("api_base"))
+        return out
+
+    def describe(self) -> str:
+        """'name: model @ api_base' with the URL's password blanked (an env reference stays a reference)."""
+        base = self.params.get("api_base")
+        return f"{self.model_name}: {self.params.get('model')} @ {redact_url(base) if base else 'provider default'}"
+
+    def __repr__(self) -> str:
+        return f"Deployment({self.describe()!r}, key_env={self.key_env!r}, rpm={self.rpm}, tpm={self.tpm})"
 
 
 @dataclass
@@ -94,7 +116,8 @@ class RouterSpec:
         import pandas as pd
 
         return pd.DataFrame([{"model_name": d.model_name, "model": d.params.get("model"),
-                              "api_base": d.params.get("api_base"), "rpm": d.rpm, "tpm": d.tpm,
+                              "api_base": redact_url(d.params["api_base"]) if d.params.get("api_base")
+                              else None, "rpm": d.rpm, "tpm": d.tpm,
                               "calls": d.used} for ds in self.deployments.values() for d in ds])
 
     async def acquire(self, model: str, tokens: int) -> Deployment:
@@ -152,6 +175,12 @@ def _deployment(e: Any, where: str) -> Deployment:
             raise _fail(where, "api_key must name an environment variable as 'os.environ/NAME'; "
                         "keys never go in files.")
         key_env = m.group(1)
+        register(os.environ.get(key_env))
+    for k, v in params.items():
+        if k == "api_base" and isinstance(v, str):
+            register_url(v)
+        if k != "model" and isinstance(v, str) and _ENV_REF.match(v):
+            register_url(from_env(v, f"{where}: litellm_params.{k}"))  # must be set; its value is a secret
     limits = {}
     for k in ("rpm", "tpm"):
         v = e.get(k, params.pop(k, None))
