@@ -112,11 +112,23 @@ def _forms(values: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted((f for f in out if len(f) >= MIN_LENGTH), key=lambda f: (-len(f), f)))
 
 
+def _named(items) -> set[str]:
+    return {v.strip() for k, v in items if SECRET_NAME.search(k) and len(v.strip()) >= MIN_LENGTH}
+
+
+@functools.lru_cache(maxsize=4)
+def _named_raw(items: tuple[tuple[bytes, bytes], ...]) -> frozenset[str]:
+    return frozenset(_named((os.fsdecode(k), os.fsdecode(v)) for k, v in items))
+
+
 def secret_values(environ: dict[str, str] | None = None) -> tuple[str, ...]:
     """Every secret value and its encoded forms, longest first: the registered ones and the
     values of the secret-named environment variables."""
-    env = os.environ if environ is None else environ
-    vals = {v.strip() for k, v in env.items() if SECRET_NAME.search(k) and len(v.strip()) >= MIN_LENGTH}
+    raw = getattr(os.environ, "_data", None) if environ is None else None
+    if isinstance(raw, dict):  # the process environment: scanned again only when it changed
+        vals = set(_named_raw(tuple(raw.items())))
+    else:
+        vals = _named((os.environ if environ is None else environ).items())
     with _LOCK:  # another thread may be registering
         vals.update(_REGISTERED)
     return _forms(tuple(sorted(vals)))
