@@ -114,6 +114,41 @@ def _example_data(args) -> int:
     return 0
 
 
+def _place(args) -> int:
+    """``metacog place``: ask one model the panel's items, place it, write the page (one line, exit 2,
+    for bad input, checked before any call)."""
+    import dataclasses
+
+    from metacog.pages import place_run
+
+    try:
+        place_run.check(args.panel, args.model, args.api_base, args.n_items, args.probe, args.responses)
+        _check_out_folder(args.out, "--out")
+    except Exception as exc:  # noqa: BLE001 - ValueError or ChapterInputError: bad input
+        print(f"metacog place: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out).resolve()
+    if args.responses:
+        responses = str(Path(args.responses).expanduser().resolve())
+    else:
+        responses = str(place_run.collect(args.model, out, api_base=args.api_base, n_items=args.n_items,
+                                          seed=args.seed, cache=args.cache, max_tokens=args.max_tokens,
+                                          concurrency=args.concurrency, progress=not args.no_progress))
+    from metacog.book import execute_chapter, load_manifest
+
+    chapter = {c.page: c for c in load_manifest()}["place"]
+    chapter = dataclasses.replace(chapter, parameters={
+        **chapter.parameters, "panel": args.panel, "model": args.model, "n_items": int(args.n_items),
+        "seed": int(args.seed), "probe": args.probe, "responses": responses,
+        "max_tokens": int(args.max_tokens or 0)})
+    executed = execute_chapter(chapter, out)
+    page = executed
+    if not args.no_html:
+        page = place_run.render_html(executed)
+    print(page)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="metacog", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -156,6 +191,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--items", type=int, default=200, help="items per benchmark (default 200)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.set_defaults(func=_example_data)
+
+    p = sub.add_parser("place", help="ask one new model the way a public panel was asked and place "
+                                     "it among the panel's models (one page)")
+    p.add_argument("--panel", default="calibration_study", help="the panel (calibration_study)")
+    p.add_argument("--model", default="", help="openai/NAME (with --api-base) or local/NAME")
+    p.add_argument("--api-base", default=None, help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--n-items", type=int, default=200, help="MMLU-Pro items to ask (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="which items are drawn (default 0)")
+    p.add_argument("--probe", default="verbal_confidence",
+                   help="verbal_confidence (stated number) or logit_confidence (mean token probability)")
+    p.add_argument("--responses", default=None, help="a tidy file of the model's answers instead of live calls")
+    p.add_argument("--max-tokens", type=int, default=None, help="cap on the reply (default: the study's 1024)")
+    p.add_argument("--concurrency", type=int, default=4, help="calls in flight (default 4)")
+    p.add_argument("--cache", default=None, help="response cache folder (default: the user cache)")
+    p.add_argument("--out", required=True, help="folder for responses.parquet, place.ipynb and place.html")
+    p.add_argument("--no-html", action="store_true", help="execute the page, do not convert it to HTML")
+    p.add_argument("--no-progress", action="store_true", help="no line per answered call")
+    p.set_defaults(func=_place)
 
     p = sub.add_parser("collect", help="record the runs of data/responses/runs.yml (local panel)",
                        add_help=False)

@@ -36,6 +36,11 @@ def collect(name: str, *, cache=None, progress: bool = True, models: list[str] |
     if name not in all_runs:
         raise ValueError(f"unknown run {name!r}; runs.yml declares {sorted(all_runs)}.")
     run = all_runs[name]
+    if run.options.get("protocol"):  # a public panel's protocol (metacog.elicit.protocols)
+        from metacog.elicit.protocols.record import collect_protocol
+
+        collect_protocol(run, cache=cache, progress=progress, models=models)
+        return load(name)
     items = items_for(run)
     done = load(name) if run.path.exists() else None
     frames = []

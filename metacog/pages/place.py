@@ -1,0 +1,295 @@
+"""Your model in the panel (``notebooks/place.md``): one new model, asked the way a public
+panel was asked, placed among the panel's models.
+
+- :func:`to_tidy` — the rows of :func:`metacog.elicit.protocols.ask.ask` as a tidy responses
+  table (one row per item x probe: ``verbal_confidence``, the stated number, and
+  ``logit_confidence``, the mean token probability of the reply, as the study named them);
+- :func:`load_new` — the new model's tidy table from a file or a recorded run;
+- :func:`place` — the placement (:class:`Placement`): internal vs population AUROC with
+  DeLong's paired interval (:func:`metacog.stats.population.internal_population`) for the new
+  model and every panel model on the same items, its rank on type-2 AUROC, ECE, Brier and
+  accuracy with bootstrap rank intervals, Platt and isotonic recalibration on held-out items,
+  the adequacy gate and the gated verdict.
+
+"Population" is the mean confidence of the *other* models on the same item (the model itself
+left out). The panel's rows are computed on the panel alone (the newcomer does not enter
+their population), the newcomer's with all panel models as its population.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from metacog.elicit.protocols.ask import PROBES, n_options, to_tidy  # noqa: F401 - part of this page's API
+from metacog.hypotheses.adequacy import adequacy
+from metacog.hypotheses.verdict import Verdict, cap, decide
+from metacog.pages.place_stats import metric_ranks, recalibrate
+from metacog.stats.population import internal_population
+from metacog.tidy.report import fmt_ci, fmt_count, fmt_num
+
+PANELS = ("calibration_study",)
+#: Fewest items a placement needs (the gate's ``min_items``), and correct and wrong answers.
+MIN_ITEMS, MIN_CLASS = 30, 10
+CLAIM = "its own confidence tells its right answers from its wrong ones better than the panel's"
+
+
+def load_new(source: str) -> pd.DataFrame:
+    """The new model's tidy table: a recorded run's name (runs.yml) or a .parquet/.csv file."""
+    from pathlib import Path
+
+    from metacog.data import recorded
+
+    p = Path(str(source)).expanduser()
+    if p.suffix in (".parquet", ".csv") and p.exists():
+        df = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p, dtype={"item_id": str})
+    else:
+        df = recorded.load(str(source))
+    need = {"model", "item_id", "probe", "confidence", "correct"} - set(df.columns)
+    if need:
+        raise ValueError(f"{source}: the responses lack column(s) {sorted(need)}.")
+    df = df.assign(item_id=df["item_id"].astype(str), model=df["model"].astype(str),
+                   probe=df["probe"].astype(str))
+    if "n_options" not in df.columns or df["n_options"].isna().all():
+        df["n_options"] = df["item_id"].map(n_options()).astype(float)
+    return df
+
+
+@lru_cache(maxsize=4)
+def _panel(panel: str, probe: str) -> pd.DataFrame:
+    """The panel's rows for one probe: item_id, model, confidence, correct (read once per process)."""
+    from metacog import data
+
+    df = data.load(panel)
+    df = df.loc[df["probe"].astype(str) == probe, ["item_id", "model", "confidence", "correct"]]
+    return df.assign(item_id=df["item_id"].astype(str), model=df["model"].astype(str))
+
+
+def panel_tables(items, probe: str, panel: str = "calibration_study") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(confidence, correct): items x panel models on ``items`` for ``probe``."""
+    if panel not in PANELS:
+        raise ValueError(f"panel {panel!r}: placement reproduces {list(PANELS)} only.")
+    df = _panel(panel, probe)
+    df = df[df["item_id"].isin(set(map(str, items)))]
+    conf = df.pivot_table(index="item_id", columns="model", values="confidence", aggfunc="first", dropna=False)
+    corr = df.pivot_table(index="item_id", columns="model", values="correct", aggfunc="first", dropna=False)
+    order = [str(i) for i in items if str(i) in conf.index]
+    return conf.reindex(order), corr.reindex(index=order, columns=conf.columns)
+
+
+@dataclass
+class Placement:
+    model: str
+    panel: str
+    probe: str
+    headline: dict  # the new model's internal vs population row
+    population: pd.DataFrame  # every model's row, the new one marked (column 'new')
+    ranks: pd.DataFrame  # the new model's rank per metric
+    recalibration: pd.DataFrame
+    gate: dict
+    verdict: Verdict
+    probes: pd.DataFrame = field(default_factory=pd.DataFrame)  # the headline on each probe
+
+    def summary(self) -> pd.DataFrame:
+        h = self.headline
+        return pd.DataFrame([{"model": self.model, "panel": self.panel, "probe": self.probe,
+                              "n_items": h["n_items"], "n_correct": h["n_correct"],
+                              "auroc_internal": h["auroc_internal"],
+                              "auroc_population": h["auroc_population"], "diff": h["diff"],
+                              "ci_low": h["ci_low"], "ci_high": h["ci_high"],
+                              "gate": self.gate["status"], "verdict": self.verdict.status}])
+
+
+def gate_status(row: dict) -> str:
+    """'adequate', or the plainest failed rule: 'at chance', 'too few items', 'too few correct',
+    'too few parsed'."""
+    failed = [f for f in str(row.get("failed", "")).split(",") if f]
+    for rule, word in (("items", "too few items"), ("chance", "at chance"),
+                       ("correct", "too few correct"), ("parsed", "too few parsed")):
+        if rule in failed:
+            return word
+    return "adequate"
+
+
+def _gate(new: pd.DataFrame, probe: str) -> dict:
+    rows = new[new["probe"] == probe].assign(probe="answer")
+    table = adequacy(rows, probe="answer", chance="n_options", min_items=MIN_ITEMS, min_correct=MIN_CLASS)
+    row = table.iloc[0].to_dict() if len(table) else {"failed": "items", "reason": "no answers", "items": 0}
+    row["status"] = gate_status(row)
+    return row
+
+
+def place(new: pd.DataFrame, *, panel: str = "calibration_study", probe: str = "verbal_confidence",
+          n_boot: int = 500, seed: int = 0) -> Placement:
+    """Place the one model of tidy table ``new`` among ``panel``'s models on its items."""
+    if probe not in PROBES:
+        raise ValueError(f"probe {probe!r}: one of {list(PROBES)}.")
+    models = new["model"].astype(str).unique()
+    if len(models) != 1:
+        raise ValueError(f"place: the responses hold {len(models)} models ({list(models)[:5]}); pass one.")
+    model = str(models[0])
+    mine = new[new["probe"] == probe].drop_duplicates("item_id").set_index("item_id")
+    items = list(mine.index)
+    conf, corr = panel_tables(items, probe, panel)
+    conf, corr = conf.reindex(items), corr.reindex(index=items)
+    label = f"{model.split('/')[-1]} (new)"
+    conf_all = conf.assign(**{label: mine["confidence"].astype(float)})
+    corr_all = corr.assign(**{label: mine["correct"].astype(float)})
+    head = internal_population(conf_all[[label] + list(conf.columns)], corr_all[[label] + list(conf.columns)],
+                               min_class=MIN_CLASS).iloc[0].to_dict()
+    panel_rows = internal_population(conf, corr, min_class=MIN_CLASS)
+    population = pd.concat([pd.DataFrame([head]).assign(new=True), panel_rows.assign(new=False)],
+                           ignore_index=True)
+    ranks = metric_ranks(conf_all, corr_all, n_boot=n_boot, seed=seed)
+    gate = _gate(new, probe)
+    v = decide(CLAIM, "internal − population AUROC", head["diff"], head["ci_low"], head["ci_high"],
+               line=0.0, direction="greater",
+               n={"items": int(head["n_items"]), "correct": int(head["n_correct"]),
+                  "wrong": int(head["n_items"] - head["n_correct"])},
+               min_counts={"correct": MIN_CLASS, "wrong": MIN_CLASS})
+    if gate["status"] != "adequate":
+        v = cap(v, [f"the model is {gate['status']} ({gate.get('reason', '')})"])
+    per_probe = []
+    for p in PROBES:
+        sub = new[new["probe"] == p].drop_duplicates("item_id").set_index("item_id")
+        if sub["confidence"].notna().sum() == 0:
+            continue
+        c, y = panel_tables(items, p, panel)
+        c, y = c.reindex(items), y.reindex(index=items)
+        c[label], y[label] = sub["confidence"].reindex(items).astype(float), sub["correct"].reindex(items).astype(float)
+        r = internal_population(c[[label] + [m for m in c.columns if m != label]],
+                                y[[label] + [m for m in c.columns if m != label]], min_class=MIN_CLASS)
+        per_probe.append(r.iloc[0].to_dict() | {"probe": p})
+    return Placement(model, panel, probe, head, population,
+                     ranks[ranks["model"] == label].reset_index(drop=True),
+                     recalibrate(mine["confidence"], mine["correct"], seed=seed), gate, v,
+                     pd.DataFrame(per_probe))
+
+
+# ---- sentences computed from a Placement --------------------------------------------------------
+
+_GATE_WORDS = {"at chance": "The model answers at chance",
+               "too few items": "There are too few items to judge",
+               "too few correct": "The model has too few correct answers to judge",
+               "too few parsed": "Too few of its replies could be parsed"}
+
+
+def headline_sentence(r: Placement) -> str:
+    h = r.headline
+    diff = fmt_ci(h["diff"], h["ci_low"], h["ci_high"], digits=3)
+    asked = int(r.gate.get("n_rows", h["n_items"]) or h["n_items"])
+    s = (f"On {fmt_count(h['n_items'], 'item')} with a usable {r.probe.replace('_', ' ')} (of {asked} "
+         f"asked; {h['n_correct']} of them answered correctly), {r.model}'s own confidence has AUROC "
+         f"{fmt_num(h['auroc_internal'], 3)} for telling its right answers from its wrong ones; the "
+         f"panel's mean confidence on the same items has {fmt_num(h['auroc_population'], 3)}; "
+         f"internal − population {diff}.")
+    if r.gate["status"] != "adequate":
+        s += (f" {_GATE_WORDS[r.gate['status']]}: {r.gate.get('reason', '')}. No claim about its "
+              f"metacognition rests on these numbers.")
+    return s
+
+
+def replies_sentence(new: pd.DataFrame) -> str:
+    """How many replies were parsed, and how many were cut at the reply cap."""
+    one = new[new["probe"] == new["probe"].iloc[0]]
+    n = len(one)
+    ok = int((one["parse_status"].astype(str) == "ok").sum())
+    cut = int((one["finish_reason"].astype(str) == "length").sum()) if "finish_reason" in one else 0
+    return (f"Of {fmt_count(n, 'reply', 'replies')}, {ok} gave both an answer letter and a stated "
+            f"confidence; {cut} were cut at the reply-length cap before finishing (a reply without an "
+            f"answer counts as wrong and has no confidence, as in the study).")
+
+
+def panel_sentence(r: Placement) -> str:
+    """How many panel models' own confidence beats their population on these items."""
+    p = r.population[~r.population["new"]]
+    ok = p[p["sufficient"]]
+    above = int((ok["ci_low"] > 0).sum())
+    below = int((ok["ci_high"] < 0).sum())
+    return (f"Of the {len(p)} panel models, {len(ok)} have at least {MIN_CLASS} right and "
+            f"{MIN_CLASS} wrong answers on these items; {above} of them have internal AUROC above "
+            f"population (interval above 0) and {below} below it (interval below 0).")
+
+
+def rank_table(r: Placement) -> pd.DataFrame:
+    t = r.ranks[["metric", "value", "rank", "rank_ci_low", "rank_ci_high", "n_models", "n_items"]].copy()
+    t["metric"] = t["metric"].map({"auroc": "type-2 AUROC", "ece": "ECE (10 bins)", "brier": "Brier score",
+                                   "accuracy": "accuracy"})
+    return t
+
+
+def recalibration_sentence(r: Placement) -> str:
+    t = r.recalibration.set_index("method")
+    if t.loc["Platt", "n_items"] < t.loc["as stated", "n_items"]:
+        return ("Too few right or wrong answers to fit a recalibration map on both halves of the "
+                "items, so recalibration is not assessed.")
+    e0, ep, ei = t.loc["as stated", "ece"], t.loc["Platt", "ece"], t.loc["isotonic", "ece"]
+    b0, bp, bi = t.loc["as stated", "brier"], t.loc["Platt", "brier"], t.loc["isotonic", "brier"]
+
+    def change(a, b):
+        return f"{'lowers' if b < a else 'raises'} it to {fmt_num(b, 3)}"
+
+    return (f"Held out, the stated confidence has ECE {fmt_num(e0, 3)} and Brier {fmt_num(b0, 3)}. "
+            f"Platt scaling {change(e0, ep)} (Brier {fmt_num(bp, 3)}); isotonic regression "
+            f"{change(e0, ei)} (Brier {fmt_num(bi, 3)}). Recalibration moves the confidence toward "
+            f"the accuracy; it cannot add information about which answers are right.")
+
+
+def first_items(new: pd.DataFrame, n_items: int) -> pd.DataFrame:
+    """The rows of the first ``n_items`` distinct items in the file's order (a recorded run is in
+    draw order, so its first k items are a random sample of MMLU-Pro)."""
+    keep = list(dict.fromkeys(new["item_id"].astype(str)))[: int(n_items)]
+    return new[new["item_id"].astype(str).isin(set(keep))].reset_index(drop=True)
+
+
+def population_table(r: Placement) -> pd.DataFrame:
+    """Every model's internal vs population row, best difference first, the new one marked."""
+    t = r.population.sort_values("diff", ascending=False, na_position="last").reset_index(drop=True)
+    t.insert(0, "rank", np.arange(1, len(t) + 1))
+    t["model"] = np.where(t["new"], "▶ " + t["model"].astype(str), t["model"].astype(str))
+    return t.drop(columns=["new", "se"])
+
+
+def population_figure(r: Placement):
+    """Internal against population AUROC, one dot per model, the new model in red."""
+    import matplotlib.pyplot as plt
+
+    p = r.population
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    old = p[~p["new"]]
+    ax.scatter(old["auroc_population"], old["auroc_internal"], s=14, color="0.55", label="panel models")
+    me = p[p["new"]]
+    ax.errorbar(me["auroc_population"], me["auroc_internal"], fmt="o", color="crimson", ms=7,
+                label=r.model)
+    lo = float(np.nanmin(p[["auroc_population", "auroc_internal"]].to_numpy(float), initial=0.5))
+    hi = float(np.nanmax(p[["auroc_population", "auroc_internal"]].to_numpy(float), initial=1.0))
+    ax.plot([min(lo, 0.4), hi], [min(lo, 0.4), hi], ls="--", color="0.3", lw=1, label="internal = population")
+    ax.set_xlabel("population AUROC (other models' mean confidence)")
+    ax.set_ylabel("internal AUROC (own confidence)")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def protocol_markdown(max_tokens: int = 0) -> str:
+    """How the panel was asked and how the new model is asked, as a Markdown table, then the
+    prompt template verbatim (``max_tokens``: the cap the new model was asked with; 0: the
+    study's own)."""
+    from metacog.elicit.protocols import calibration_study as cs
+
+    p = cs.protocol()
+    cap_ = (f"{p.max_tokens}" if not max_tokens or int(max_tokens) == p.max_tokens
+            else f"{int(max_tokens)} for this model (the study: {p.max_tokens})")
+    rows = [("prompt", "`MULTI_CHOICE_NO_OPTIONS_SHARED_SAMPLING_TEMPLATE` (conf_mode 'sampling', choices=0)"),
+            ("system message", p.system), ("temperature", f"{p.temperature:g}"), ("max_tokens", cap_),
+            ("token log-probabilities", f"on, top {p.top_logprobs}"),
+            ("answer", "`extract_answer`: the last 'Answer:' letter, then the study's fallback patterns"),
+            ("stated confidence", "`extract_verbal_numerical_confidence` / 100"),
+            ("logit confidence", "`calculate_logit_perplexity`: mean probability of the reply's tokens"),
+            ("key", "the study's own (it differs from the MMLU-Pro mirror on 173 questions)"),
+            ("source", p.source)] + [("assumption", n) for n in p.notes]
+    table = "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+    return f"{table}\n\nThe prompt, verbatim (then one line per option, 'A) ...'):\n\n````text\n{p.template}\n````"

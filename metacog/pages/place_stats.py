@@ -1,0 +1,125 @@
+"""The numbers behind the placement page: per-model metrics with bootstrap rank intervals, and
+recalibration on held-out items.
+
+:func:`metric_ranks` computes, for every model of an items x models table, type-2 AUROC, ECE
+(10 equal-width bins), Brier score and accuracy on the same items, ranks the models on each
+(1 = best: highest AUROC and accuracy, lowest ECE and Brier) and gives each model's rank
+interval from a bootstrap over items (vectorised over models: one resample of items re-ranks
+every model at once). :func:`recalibrate` fits Platt scaling and isotonic regression to one
+model's confidence on half the items and scores the other half (two-fold cross-fitting, so
+every item is scored once by a map that never saw it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+METRICS = ("auroc", "ece", "brier", "accuracy")
+HIGHER_IS_BETTER = {"auroc": True, "ece": False, "brier": False, "accuracy": True}
+
+
+def _auroc_columns(C: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Type-2 AUROC of every column (Mann-Whitney, ties 1/2); NaN where a class is empty."""
+    valid = ~(np.isnan(C) | np.isnan(Y))
+    Cm = np.where(valid, C, np.nan)
+    ranks = sps.rankdata(Cm, axis=0, nan_policy="omit")
+    pos = valid & (Y == 1)
+    n1 = pos.sum(axis=0).astype(float)
+    n0 = (valid & (Y == 0)).sum(axis=0).astype(float)
+    r1 = np.nansum(np.where(pos, ranks, 0.0), axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where((n1 > 0) & (n0 > 0), (r1 - n1 * (n1 + 1) / 2) / (n1 * n0), np.nan)
+
+
+def _metrics(C: np.ndarray, Y: np.ndarray, n_bins: int = 10) -> np.ndarray:
+    """4 x models: auroc, ece, brier, accuracy on the rows where both values exist."""
+    valid = ~(np.isnan(C) | np.isnan(Y))
+    n = valid.sum(axis=0).astype(float)
+    c = np.where(valid, C, 0.0)
+    y = np.where(valid, Y, 0.0)
+    bins = np.minimum((c * n_bins).astype(int), n_bins - 1)
+    gap = np.zeros(C.shape[1])
+    for b in range(n_bins):
+        inb = valid & (bins == b)
+        gap += np.abs(((c - y) * inb).sum(axis=0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ece = np.where(n > 0, gap / n, np.nan)
+        brier = np.where(n > 0, (((c - y) ** 2) * valid).sum(axis=0) / n, np.nan)
+        acc = np.where(n > 0, (y * valid).sum(axis=0) / n, np.nan)
+    return np.vstack([_auroc_columns(C, Y), ece, brier, acc])
+
+
+def _rank(values: np.ndarray, higher_better: bool) -> np.ndarray:
+    """Rank along the last axis, 1 = best, ties averaged, NaN last."""
+    v = np.where(np.isnan(values), -np.inf if higher_better else np.inf, values)
+    return sps.rankdata(-v if higher_better else v, axis=-1)
+
+
+def metric_ranks(confidence: pd.DataFrame, correct: pd.DataFrame, *, n_boot: int = 500, seed: int = 0,
+                 ci: float = 0.95) -> pd.DataFrame:
+    """One row per model x metric: value, rank (1 = best of n_models), rank_ci_low, rank_ci_high
+    (bootstrap percentiles over items), n_items (items where the model has both values)."""
+    correct = correct.reindex(index=confidence.index, columns=confidence.columns)
+    C, Y = confidence.to_numpy(float), correct.to_numpy(float)
+    point = _metrics(C, Y)
+    rng = np.random.default_rng(seed)
+    boot = np.empty((n_boot, len(METRICS), C.shape[1]))
+    for b in range(n_boot):
+        idx = rng.integers(0, C.shape[0], C.shape[0])
+        boot[b] = _metrics(C[idx], Y[idx])
+    a = (1 - ci) / 2
+    n_items = (~(np.isnan(C) | np.isnan(Y))).sum(axis=0)
+    rows = []
+    for k, m in enumerate(METRICS):
+        hb = HIGHER_IS_BETTER[m]
+        r = _rank(point[k], hb)
+        rb = _rank(boot[:, k, :], hb)
+        lo, hi = np.quantile(rb, a, axis=0), np.quantile(rb, 1 - a, axis=0)
+        for j, model in enumerate(confidence.columns):
+            rows.append({"model": model, "metric": m, "value": point[k, j], "rank": r[j],
+                         "rank_ci_low": lo[j], "rank_ci_high": hi[j], "n_models": C.shape[1],
+                         "n_items": int(n_items[j])})
+    return pd.DataFrame(rows)
+
+
+def _ece(c: np.ndarray, y: np.ndarray) -> float:
+    return float(_metrics(c[:, None], y[:, None])[1, 0])
+
+
+def recalibrate(confidence, correct, *, seed: int = 0) -> pd.DataFrame:
+    """Platt and isotonic recalibration of one model's confidence, scored on held-out items.
+
+    Items are split at random (``seed``) into two halves; each map is fitted on one half and
+    applied to the other, then the halves swap. Rows: method ('as stated', 'Platt',
+    'isotonic'), ece, brier, auroc, mean_confidence, accuracy, n_items. Platt scaling is a
+    logistic regression on the logit of the confidence (monotone, so it keeps the ranking up to
+    ties); isotonic regression may merge confidence levels into ties.
+    """
+    from sklearn.isotonic import IsotonicRegression
+    from sklearn.linear_model import LogisticRegression
+
+    c = np.asarray(confidence, float)
+    y = np.asarray(correct, float)
+    keep = ~(np.isnan(c) | np.isnan(y))
+    c, y = c[keep], y[keep]
+    out = {"as stated": c.copy(), "Platt": np.full_like(c, np.nan), "isotonic": np.full_like(c, np.nan)}
+    fold = np.random.default_rng(seed).permutation(len(c)) % 2
+    for f in (0, 1):
+        fit, app = fold != f, fold == f
+        if len(np.unique(y[fit])) < 2:
+            continue
+        z = np.log(np.clip(c, 1e-4, 1 - 1e-4) / (1 - np.clip(c, 1e-4, 1 - 1e-4)))[:, None]
+        lr = LogisticRegression(C=1e6).fit(z[fit], y[fit])
+        out["Platt"][app] = lr.predict_proba(z[app])[:, 1]
+        iso = IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip").fit(c[fit], y[fit])
+        out["isotonic"][app] = iso.predict(c[app])
+    rows = []
+    for method, p in out.items():
+        ok = ~np.isnan(p)
+        m = _metrics(p[ok][:, None], y[ok][:, None])[:, 0]
+        rows.append({"method": method, "ece": m[1], "brier": m[2], "auroc": m[0],
+                     "mean_confidence": float(p[ok].mean()) if ok.any() else np.nan,
+                     "accuracy": m[3], "n_items": int(ok.sum())})
+    return pd.DataFrame(rows)

@@ -1,0 +1,78 @@
+"""`metacog place` end to end against a fake OpenAI-compatible server that answers at random, and
+its bad input: one line on stderr, exit 2, before any call."""
+
+import hashlib
+import math
+import re
+
+import pandas as pd
+import pytest
+
+from fakeserver import FakeServer
+from test_cli_errors import cli, one_line_exit_2
+
+
+class RandomMCQServer(FakeServer):
+    """Answers the calibration study's prompt with a letter and a confidence drawn from a hash of
+    the prompt (so: at random, but the same on every asking), with token log-probabilities."""
+
+    def _reply(self, prompt, marks, h, want_logprobs):
+        m = re.search(r"LETTER is one of ([A-J](?:,[A-J])*)\]", prompt)
+        if not m:
+            return super()._reply(prompt, marks, h, want_logprobs)
+        letters = m.group(1).split(",")
+        d = hashlib.sha256(prompt.encode()).digest()
+        letter, conf = letters[d[0] % len(letters)], 30 + d[1] % 70
+        content = f"Explanation: a guess.\n\nAnswer: {letter}\n\nConfidence (0-100): {conf}%"
+        toks = re.findall(r"\s*\S+", content)
+        lp = [{"token": t, "logprob": math.log(0.3 + (d[(i + 2) % 32] % 70) / 100), "top_logprobs": []}
+              for i, t in enumerate(toks)]
+        return content, ({"content": lp} if want_logprobs else None)
+
+
+def test_place_against_a_server_answering_at_random_writes_the_page(mirror, tmp_path):
+    with RandomMCQServer() as srv:
+        proc = cli("place", "--panel", "calibration_study", "--model", "openai/fake", "--api-base",
+                   srv.base_url, "--n-items", "40", "--seed", "3", "--out", str(tmp_path / "out"),
+                   "--cache", str(tmp_path / "cache"), "--no-progress",
+                   env={"METACOG_DATA_MIRROR": str(mirror)})
+        asked = srv.requests
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert asked == 40
+    resp = pd.read_parquet(tmp_path / "out" / "responses.parquet")
+    assert set(resp["probe"]) == {"verbal_confidence", "logit_confidence"}
+    assert resp["item_id"].nunique() == 40 and (resp["parse_status"] == "ok").all()
+    assert resp["confidence"].between(0, 1).all()
+    html = (tmp_path / "out" / "place.html").read_text()
+    assert "at chance" in html or "too few correct" in html
+    assert "insufficient evidence" in html
+    assert "▶ fake (new)" in html and "type-2 AUROC" in html  # marked in the panel table; its ranks
+    assert "gpt-4.1" in html  # a panel model's row
+    # asked again: every reply comes from the cache
+    with RandomMCQServer() as srv:
+        again = cli("place", "--model", "openai/fake", "--api-base", srv.base_url, "--n-items", "40",
+                    "--seed", "3", "--out", str(tmp_path / "out2"), "--cache", str(tmp_path / "cache"),
+                    "--no-html", "--no-progress", env={"METACOG_DATA_MIRROR": str(mirror)})
+        assert again.returncode == 0, again.stderr[-2000:]
+        assert srv.requests == 0
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--panel", "spar", "--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1"], ["spar", "licence"]),
+    (["--panel", "atlas", "--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1"], ["atlas"]),
+    (["--model", "gpt-4o", "--api-base", "http://127.0.0.1:9/v1"], ["--model", "openai/NAME"]),
+    (["--model", "openai/x"], ["--api-base"]),
+    (["--model", "openai/x", "--api-base", "127.0.0.1:9"], ["--api-base", "http"]),
+    (["--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1", "--n-items", "0"], ["--n-items"]),
+    (["--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1", "--probe", "nope"], ["--probe"]),
+    (["--responses", "/nonexistent/answers.csv"], ["--responses", "no such file"]),
+])
+def test_bad_input_exits_2_with_one_line_before_any_call(tmp_path, args, words):
+    one_line_exit_2(cli("place", *args, "--out", str(tmp_path / "o")), "metacog place", *words)
+
+
+def test_out_under_a_file_exits_2(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    one_line_exit_2(cli("place", "--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1",
+                        "--out", str(f / "sub")), "--out")
