@@ -124,6 +124,8 @@ def _place(args) -> int:
     try:
         place_run.check(args.panel, args.model, args.api_base, args.n_items, args.probe, args.responses)
         _check_out_folder(args.out, "--out")
+        if args.responses:
+            args.model = place_run.model_of(args.responses)
     except Exception as exc:  # noqa: BLE001 - ValueError or ChapterInputError: bad input
         print(f"metacog place: {exc}", file=sys.stderr)
         return 2

@@ -55,6 +55,12 @@ def test_place_against_a_server_answering_at_random_writes_the_page(mirror, tmp_
                     "--no-html", "--no-progress", env={"METACOG_DATA_MIRROR": str(mirror)})
         assert again.returncode == 0, again.stderr[-2000:]
         assert srv.requests == 0
+    # a tidy file of answers stands in for live calls (the model is read from it)
+    given = cli("place", "--responses", str(tmp_path / "out" / "responses.parquet"), "--n-items", "30",
+                "--out", str(tmp_path / "out3"), env={"METACOG_DATA_MIRROR": str(mirror)})
+    assert given.returncode == 0, given.stderr[-2000:]
+    page = (tmp_path / "out3" / "place.html").read_text()
+    assert "On 30 items" in page or "of 30 asked" in page
 
 
 @pytest.mark.parametrize("args, words", [

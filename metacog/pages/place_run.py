@@ -62,6 +62,17 @@ def collect(model: str, out: str | Path, *, api_base: str | None = None, n_items
     return path
 
 
+def model_of(responses: str | Path) -> str:
+    """The one model of a tidy responses file (ValueError, one sentence, for none or several)."""
+    from metacog.pages.place import load_new
+
+    models = sorted(set(load_new(str(responses))["model"]))
+    if len(models) != 1:
+        raise ValueError(f"--responses {responses}: holds {len(models)} models ({models[:4]}); placement "
+                         f"takes one.")
+    return models[0]
+
+
 def describe(responses: pd.DataFrame) -> str:
     """'120 items, 97 parsed, 3 failed calls' for the command's progress line."""
     one = responses[responses["probe"] == PROBES[0]]
