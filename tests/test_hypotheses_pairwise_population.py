@@ -130,3 +130,8 @@ def test_counts_and_sentence_and_reference_rows():
     assert list(ref["data"]) == ["paper 1: SQuAD", "paper 1: MMLU-Pro", "planted"]
     assert ref["auroc_internal"].iloc[0] == 0.731 and ref["ci_low"].iloc[-1] > 0
     assert ref["judgment made"].iloc[-1] == "before answering"
+
+
+def test_same_model_allows_a_prefix_and_a_release_date_only():
+    assert pp.same_model("openai/gpt-4o", "gpt-4o") and pp.same_model("gpt-4o-2024-08-06", "gpt-4o")
+    assert not pp.same_model("gpt-4o-mini", "gpt-4o") and not pp.same_model("gpt-4o-mini-2024-07-18", "gpt-4o")

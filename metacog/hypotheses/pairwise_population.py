@@ -89,17 +89,25 @@ def count_sentence(table: pd.DataFrame) -> str:
     return " ".join(out)
 
 
-def reference_rows(table: pd.DataFrame, model: str = "gpt-4o") -> pd.DataFrame:
-    """Paper 1's reported internal and population AUROC for ``model`` beside every row of
-    ``table`` whose model id (without a provider prefix) is ``model``, each labelled with its
-    design (when the judgment was made) and benchmark. Paper 1 gives no intervals."""
+def same_model(model_id: str, model: str) -> bool:
+    """Is ``model_id`` the model ``model``, up to a provider prefix and a release date
+    ('openai/gpt-4o', 'gpt-4o-2024-08-06' are gpt-4o; 'gpt-4o-mini' is not)?"""
+    import re
+
     from metacog.hypotheses.common import short_model
 
+    return re.fullmatch(re.escape(model) + r"(-\d{4}-\d{2}-\d{2})?", short_model(model_id)) is not None
+
+
+def reference_rows(table: pd.DataFrame, model: str = "gpt-4o") -> pd.DataFrame:
+    """Paper 1's reported internal and population AUROC for ``model`` beside every row of
+    ``table`` that is the same model (:func:`same_model`), each labelled with its design (when
+    the judgment was made) and benchmark. Paper 1 gives no intervals."""
     rows = [{"data": f"paper 1: {bench}", "benchmark": bench, "judgment made": "before answering",
              "model": model, "n_items": np.nan, "auroc_internal": v[0], "auroc_population": v[1],
              "diff": v[0] - v[1], "ci_low": np.nan, "ci_high": np.nan}
             for bench, by_model in PAPER1_AUROC.items() for m, v in by_model.items() if m == model]
-    mine = table[[short_model(m) == model for m in table["model"]]] if len(table) else table
+    mine = table[[same_model(m, model) for m in table["model"]]] if len(table) else table
     for r in mine.to_dict("records"):
         rows.append({"data": r["panel"], "benchmark": r["benchmark"], "judgment made": r["timing"],
                      "model": r["model"], "n_items": r["n_items"], "auroc_internal": r["auroc_internal"],
