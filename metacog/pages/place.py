@@ -92,6 +92,7 @@ class Placement:
     gate: dict
     verdict: Verdict
     probes: pd.DataFrame = field(default_factory=pd.DataFrame)  # the headline on each probe
+    axis: pd.DataFrame = field(default_factory=pd.DataFrame)  # loading/threshold per model ('new')
 
     def summary(self) -> pd.DataFrame:
         h = self.headline
@@ -166,7 +167,44 @@ def place(new: pd.DataFrame, *, panel: str = "calibration_study", probe: str = "
     return Placement(model, panel, probe, head, population,
                      ranks[ranks["model"] == label].reset_index(drop=True),
                      recalibrate(mine["confidence"], mine["correct"], seed=seed), gate, v,
-                     pd.DataFrame(per_probe))
+                     pd.DataFrame(per_probe), confidence_axis(conf_all, label))
+
+
+def confidence_axis(confidence: pd.DataFrame, new: str) -> pd.DataFrame:
+    """Every model's loading and threshold on the panel's rank-one confidence axis.
+
+    Each model's confidence is cut at its own median (1 = above it) and the one-factor probit
+    model of :func:`metacog.stats.axis.axis_positions` is fitted to all models together, the new
+    one included. Empty when the fit fails (too few items or models with both values).
+    """
+    from metacog.stats.axis import axis_positions
+
+    X = confidence.gt(confidence.median()).astype(float).where(confidence.notna())
+    X = X.loc[:, X.nunique() > 1]
+    if new not in X.columns or X.shape[0] < MIN_ITEMS:
+        return pd.DataFrame()
+    try:
+        m = axis_positions(X).models
+    except (ValueError, np.linalg.LinAlgError):
+        return pd.DataFrame()
+    return m.reset_index(names="model").assign(new=lambda d: d["model"] == new)
+
+
+def axis_sentence(r: Placement) -> str:
+    """Where the new model sits on the panel's confidence axis, or why it is not shown."""
+    a = r.axis
+    if a.empty:
+        return (f"The panel's confidence axis is not fitted: it needs at least {MIN_ITEMS} items on "
+                f"which the new model's confidence varies.")
+    me, others = a[a["new"]].iloc[0], a[~a["new"]]
+    rank = int((others["loading"] > me["loading"]).sum()) + 1
+    return (f"On the panel's rank-one confidence axis (one factor for all {len(a)} models' confidence, "
+            f"each cut at its own median), {r.model} loads {fmt_num(me['loading'], 2)} (rank {rank} of "
+            f"{len(a)}; panel models {fmt_num(others['loading'].min(), 2)} to "
+            f"{fmt_num(others['loading'].max(), 2)}, median {fmt_num(others['loading'].median(), 2)}) "
+            f"with threshold {fmt_num(me['threshold'], 2)} (panel {fmt_num(others['threshold'].min(), 2)} "
+            f"to {fmt_num(others['threshold'].max(), 2)}). A high loading means its confidence rises and "
+            f"falls with the other models' on the same items.")
 
 
 # ---- sentences computed from a Placement --------------------------------------------------------
