@@ -122,7 +122,8 @@ def _place(args) -> int:
     from metacog.pages import place_run
 
     try:
-        place_run.check(args.panel, args.model, args.api_base, args.n_items, args.probe, args.responses)
+        place_run.check(args.panel, args.model, args.api_base, args.n_items, args.probe, args.responses,
+                        args.max_tokens, args.concurrency)
         _check_out_folder(args.out, "--out")
         if args.responses:
             args.model = place_run.model_of(args.responses)

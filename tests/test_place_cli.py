@@ -72,6 +72,8 @@ def test_place_against_a_server_answering_at_random_writes_the_page(mirror, tmp_
     (["--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1", "--n-items", "0"], ["--n-items"]),
     (["--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1", "--probe", "nope"], ["--probe"]),
     (["--responses", "/nonexistent/answers.csv"], ["--responses", "no such file"]),
+    (["--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1", "--max-tokens", "0"], ["--max-tokens"]),
+    (["--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1", "--concurrency", "0"], ["--concurrency"]),
 ])
 def test_bad_input_exits_2_with_one_line_before_any_call(tmp_path, args, words):
     one_line_exit_2(cli("place", *args, "--out", str(tmp_path / "o")), "metacog place", *words)

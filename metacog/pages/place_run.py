@@ -22,8 +22,12 @@ N_MMLU_PRO = 12032
 
 
 def check(panel: str, model: str, api_base: str | None, n_items: int, probe: str = "verbal_confidence",
-          responses: str | None = None) -> None:
+          responses: str | None = None, max_tokens: int | None = None, concurrency: int = 1) -> None:
     """Raise ValueError (one sentence) for input ``metacog place`` cannot run with."""
+    if max_tokens is not None and int(max_tokens) < 1:
+        raise ValueError(f"--max-tokens {max_tokens}: a reply needs at least 1 token.")
+    if int(concurrency) < 1:
+        raise ValueError(f"--concurrency {concurrency}: at least 1 call in flight.")
     if panel == "spar":
         raise ValueError(f"--panel spar: {SPAR_NOTE}.")
     if panel not in PANELS:
