@@ -104,7 +104,7 @@ def test_sample_mean_auroc_grows_with_k():
     n, S = 2000, 8
     y = rng.integers(0, 2, n)
     J = np.where(rng.random((n, S)) < 0.65, y[:, None], 1 - y[:, None])  # independent samples
-    t = sample_mean_auroc(J, y, n_draws=50, seed=1)
+    t = sample_mean_auroc(y, J, n_draws=50, seed=1)
     assert t["k"].tolist() == list(range(1, 9))
     assert t["auroc"].iloc[0] == pytest.approx(0.65, abs=0.03)
     assert t["auroc"].is_monotonic_increasing
@@ -117,9 +117,9 @@ def test_sample_mean_auroc_grows_with_k():
 
 def test_sample_mean_auroc_bad_input():
     with pytest.raises(ValueError, match="outside"):
-        sample_mean_auroc(np.zeros((4, 2)), [0, 1, 0, 1], ks=[3])
+        sample_mean_auroc([0, 1, 0, 1], np.zeros((4, 2)), ks=[3])
     with pytest.raises(ValueError, match="0/1"):
-        sample_mean_auroc(np.full((4, 2), 0.5), [0, 1, 0, 1])
+        sample_mean_auroc([0, 1, 0, 1], np.full((4, 2), 0.5))
 
 
 def test_probe_bad_input():

@@ -242,7 +242,7 @@ def sampling_baseline(sampled: pd.DataFrame, outcomes: pd.DataFrame, kept: list,
     quoted beside it so the page never shows two values for one statistic unlabelled."""
     s = sampled[sampled["model"].isin(kept)]
     J, y = reasoning_text_probe.sample_matrix(s, outcomes, "prospective")
-    curve = reasoning_text_probe.sample_mean_auroc(J.to_numpy(), y.to_numpy(), seed=seed)
+    curve = reasoning_text_probe.sample_mean_auroc(y.to_numpy(), J.to_numpy(), seed=seed)
     first = (s[(s["probe"] == "prospective") & (s["sample"] == 0)].drop(columns=["correct"])
              .merge(y.rename("correct").reset_index(), on=["model", "item_id"]))
     first = first.dropna(subset=["reasoning_text"])

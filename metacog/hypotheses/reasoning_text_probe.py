@@ -266,8 +266,9 @@ def compare_auroc(correct, scores: dict, n_boot: int = 1000, seed: int = 0,
     return out
 
 
-def sample_mean_auroc(judgments, correct, ks=None, n_draws: int = 200, seed: int = 0) -> pd.DataFrame:
-    """AUROC of the mean of ``k`` repeated binary judgments, for each ``k``.
+def sample_mean_auroc(correct, judgments, ks=None, n_draws: int = 200, seed: int = 0) -> pd.DataFrame:
+    """AUROC of the mean of ``k`` repeated binary judgments, for each ``k``, for telling the
+    ``correct`` answers (0/1, first, as everywhere in the book) from the wrong ones.
 
     ``judgments`` is items x samples (0/1; NaN allowed for a missing sample, the
     mean skips it). For each ``k`` in ``ks`` (default 1..n_samples), every subset of
