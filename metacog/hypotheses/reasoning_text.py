@@ -42,7 +42,12 @@ def gate_models(full: pd.DataFrame, probe: str, *, min_conformance: float = 0.8)
 
     conforming = (set(tables.conforming_models(full, min_rate=min_conformance))
                   if "parse_status" in full else set(full["model"]))
-    gate = adequacy(full, probe=probe)
+    # chance from each item's own answer set, as on the benchmark pages, where the book can load
+    # the items (a registered benchmark with its data); otherwise the gate says chance is unknown
+    try:
+        gate = adequacy(full, probe=probe, items="auto" if "benchmark" in full else None)
+    except (ValueError, OSError):
+        gate = adequacy(full, probe=probe)
     gate["conforms"] = gate["model"].isin(conforming)
     kept = gate.loc[gate["carries_signal"] & gate["conforms"], "model"].tolist()
     return kept, gate
