@@ -81,19 +81,14 @@ def _chapter(args) -> int:
 
 
 def _check_out_folder(folder, flag: str) -> None:
-    """Make ``folder`` (and its parents) or raise ChapterInputError naming the flag: an output
-    path under a file, or one that cannot be written, fails before anything is loaded."""
+    """:func:`metacog.paths.writable_folder`, as a ChapterInputError (bad input: exit 2)."""
     from metacog.chapter import ChapterInputError
+    from metacog.paths import writable_folder
 
-    path = Path(folder)
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".metacog-write-check"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise ChapterInputError(f"{flag} {folder}: cannot write there ({exc.strerror or exc}); "
-                                f"choose another folder.") from None
+        writable_folder(folder, f"{flag} {folder}")
+    except ValueError as exc:
+        raise ChapterInputError(str(exc)) from None
 
 
 def _example_data(args) -> int:

@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "metacog"
 
 LAYERS = (
-    ("metacog.settings",),  # where the checkout, the data and the caches are
+    ("metacog.settings", "metacog.paths"),  # where the checkout, the data and the caches are; output checks
     ("metacog.memo",),  # the results cache
     ("metacog.stats",),
     ("metacog.tidy",),  # schema, items, tables, report

@@ -26,6 +26,8 @@ import random
 import sys
 from pathlib import Path
 
+from metacog.paths import writable_folder
+
 from metacog.tidy.items import CONTEXT_KINDS, Item
 
 _ITEM_FIELDS = ("item_id", "benchmark", "question", "gold", "context", "context_kind", "domain",
@@ -159,19 +161,6 @@ def check_out(out: Path | None) -> None:
             break
 
 
-def _writable_folder(folder: Path, what: str) -> None:
-    """Create ``folder`` (and its parents) and write a probe file in it, or raise ValueError
-    naming ``what``: a path that cannot be written fails here, before anything is asked."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / f".metacog-write-check-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise ValueError(f"{what}: cannot write in {folder} ({exc.strerror or exc}); choose "
-                         f"another path.") from None
-
-
 def check_settings(args) -> None:
     """Refuse impossible numbers and unwritable paths before any model is called."""
     import math
@@ -189,9 +178,9 @@ def check_settings(args) -> None:
         cache = Path(args.cache)
         if cache.exists() and not cache.is_dir():
             raise ValueError(f"--cache {cache}: is a file; give a folder for the response cache.")
-        _writable_folder(cache, f"--cache {cache}")
+        writable_folder(cache, f"--cache {cache}")
     if args.out is not None:
-        _writable_folder(Path(args.out).parent, f"--out {args.out}")
+        writable_folder(Path(args.out).parent, f"--out {args.out}")
 
 
 def failure_report(df, api_base: str | None, counts: dict | None = None,
