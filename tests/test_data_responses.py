@@ -247,3 +247,16 @@ def test_a_truncated_recording_gets_a_message_naming_the_run_and_the_fix(tmp_pat
     msg = error(name)
     assert f"run {name!r} cannot be read" in msg and "truncated" in msg
     assert f"make elicit RUNS={name}" in msg
+
+
+@pytest.mark.parametrize("encoding, loads", [("utf-8-sig", True), ("utf-16", False), ("latin-1", False)])
+def test_file_encodings_load_or_get_a_message_saying_to_save_as_utf8(tmp_path, encoding, loads):
+    text = ("model,item_id,probe,confidence,correct\n"
+            + "".join(f"modèle-{m},q{i},verbal,0.{i + 1},{i % 2}\n" for m in (1, 2) for i in range(3)))
+    p = tmp_path / f"{encoding}.csv"
+    p.write_bytes(text.encode(encoding))
+    if loads:  # a byte-order mark is fine, and accents survive
+        assert set(load_responses(str(p))["model"]) == {"modèle-1", "modèle-2"}
+    else:
+        msg = error(str(p))
+        assert f"{encoding}.csv" in msg and "save it as UTF-8" in msg
