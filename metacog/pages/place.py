@@ -198,8 +198,8 @@ def axis_sentence(r: Placement) -> str:
                 f"which the new model's confidence varies.")
     me, others = a[a["new"]].iloc[0], a[~a["new"]]
     rank = int((others["loading"] > me["loading"]).sum()) + 1
-    return (f"On the panel's rank-one confidence axis (one factor for all {len(a)} models' confidence, "
-            f"each cut at its own median), {r.model} loads {fmt_num(me['loading'], 2)} (rank {rank} of "
+    return (f"On the panel's rank-one confidence axis (one factor fitted to the {len(a)} models whose "
+            f"confidence, cut at its own median, varies on these items), {r.model} loads {fmt_num(me['loading'], 2)} (rank {rank} of "
             f"{len(a)}; panel models {fmt_num(others['loading'].min(), 2)} to "
             f"{fmt_num(others['loading'].max(), 2)}, median {fmt_num(others['loading'].median(), 2)}) "
             f"with threshold {fmt_num(me['threshold'], 2)} (panel {fmt_num(others['threshold'].min(), 2)} "

@@ -76,7 +76,7 @@ def metric_ranks(confidence: pd.DataFrame, correct: pd.DataFrame, *, n_boot: int
         hb = HIGHER_IS_BETTER[m]
         r = _rank(point[k], hb)
         rb = _rank(boot[:, k, :], hb)
-        lo, hi = np.quantile(rb, a, axis=0), np.quantile(rb, 1 - a, axis=0)
+        lo, hi = np.quantile(rb, a, axis=0, method="lower"), np.quantile(rb, 1 - a, axis=0, method="higher")
         for j, model in enumerate(confidence.columns):
             rows.append({"model": model, "metric": m, "value": point[k, j], "rank": r[j],
                          "rank_ci_low": lo[j], "rank_ci_high": hi[j], "n_models": C.shape[1],
