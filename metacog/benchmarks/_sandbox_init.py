@@ -113,6 +113,9 @@ def seal(spec):
     # root's alone (mode 700), each file capped by RLIMIT_FSIZE, together by the size
     _mount("tmpfs", os.path.join(spec["work"], "streams"), "tmpfs", MS_NOSUID | MS_NODEV,
            f"mode=700,size={2 * int(spec['stream_mb'])}m,nr_inodes=16")
+    # a folder to hide that lies under a scratch folder (a checkout under /tmp) is already covered
+    # by that folder's fresh tmpfs; mounting over it again fails (EINVAL), so it is left out
+    spec["hide"] = [p for p in spec["hide"] if not _under(p, spec["scratch"])]
     covers = [p for p in spec["hide"] + spec["scratch"] if os.path.isdir(p)]
     keep = {}
     for p in spec["expose"] + [spec["work"]]:
