@@ -127,7 +127,7 @@ def spar_temperature_sentence(check: pd.DataFrame) -> str:
         delta = [float(g.sort_values("temperature")["estimate"].diff().iloc[-1]) for g in by.values()]
         apart = [m for m, g in by.items() if not _overlap(g)]
         moved[stat] = bool(apart)
-        text.append(f"From temperature 0 to 1 {label} changes by {_signed(min(delta))} to "
+        text.append(f"From temperature 0 to 1 {label} changes by between {_signed(min(delta))} and "
                     f"{_signed(max(delta))}; the two intervals are disjoint for "
                     f"{fmt_list(apart, of=len(by), noun='models')}. ")
     agree = check[check["statistic"] == "agreement"]

@@ -32,7 +32,9 @@ import pandas as pd
 _SKIP = {"script", "style", "head", "noscript", "template", "svg"}
 _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
          "track", "wbr"}
-_SKIP_PAGES = {"genindex.html", "search.html", "py-modindex.html"}
+# api.html is docstrings rendered by autodoc (reference text that names NaN as a return value), not
+# computed output.
+_SKIP_PAGES = {"genindex.html", "search.html", "py-modindex.html", "api.html"}
 
 _NUM = r"[\u2212\-]?\d+(?:[.,]\d+)*%?"
 _DEC = r"[\u2212\-]?\d+(?:\.\d+%?|%)"  # a decimal or a percentage
