@@ -342,7 +342,9 @@ def test_checkout_is_hidden_but_python_and_numpy_still_load():
 @sealed
 def test_host_filesystem_is_read_only_even_where_the_uid_may_write():
     token = secrets.token_hex(8)
-    open_dir = ROOT.parent / f".sandbox-escape-{token}"  # world-writable, on no covered path
+    # world-writable, on no covered path: beside the filesystem root, since the checkout itself may lie
+    # under /tmp, which the sandbox replaces with its own scratch tmpfs
+    open_dir = Path("/") / f".sandbox-escape-{token}"
     open_dir.mkdir(mode=0o777)
     os.chmod(open_dir, 0o1777)
     victim = open_dir / "victim.txt"
