@@ -24,7 +24,7 @@ def _rng_pairs(n=200, seed=0):
 
 def test_calibration_and_metad_summaries_are_one_row_frames():
     conf, corr = _rng_pairs()
-    b, e = stats.brier(conf, corr), stats.ece(conf, corr)
+    b, e = stats.brier(corr, conf), stats.ece(corr, conf)
     sb, se = b.summary(), e.summary()
     assert isinstance(sb, pd.DataFrame) and len(sb) == 1
     assert sb.loc[0, "brier"] == pytest.approx(b.brier) and sb.loc[0, "n"] == 200

@@ -61,8 +61,8 @@ def test_metric_ranks_match_definitions_and_rank_the_best_first():
     got = t.set_index(["model", "metric"])["value"]
     for j in range(4):
         assert got[(j, "auroc")] == pytest.approx(auroc(Y[:, j], C[:, j]))
-        assert got[(j, "ece")] == pytest.approx(ece(C[:, j], Y[:, j]).ece)
-        assert got[(j, "brier")] == pytest.approx(brier(C[:, j], Y[:, j]).brier)
+        assert got[(j, "ece")] == pytest.approx(ece(Y[:, j], C[:, j]).ece)
+        assert got[(j, "brier")] == pytest.approx(brier(Y[:, j], C[:, j]).brier)
     a = t[t["metric"] == "auroc"].set_index("model")
     assert a.loc[3, "rank"] == 4 and (a["rank_ci_low"] <= a["rank"]).all() and (a["rank"] <= a["rank_ci_high"]).all()
 

@@ -17,13 +17,13 @@ from metacog.stats import (aurc, auroc, bootstrap_ci, brier, ece, excess_aurc, f
 def test_ece_hand_computation():
     conf = np.array([0.05, 0.15, 0.15, 0.55, 0.95, 0.95, 0.95, 1.0])
     corr = np.array([0, 0, 1, 1, 1, 1, 0, 1])
-    r = ece(conf, corr, n_bins=10)
+    r = ece(corr, conf, n_bins=10)
     # bins: [0,.1): .05/0 ; [.1,.2): .15,.15/0,1 ; [.5,.6): .55/1 ; [.9,1]: .95,.95,.95,1/1,1,0,1
     expected = (1 * abs(0 - .05) + 2 * abs(.5 - .15) + 1 * abs(1 - .55) + 4 * abs(.75 - .9625)) / 8
     assert r.ece == pytest.approx(expected, abs=1e-12)
     assert r.table.n.sum() == 8 and r.table.n.tolist()[9] == 4
     assert r.mce == pytest.approx(0.45)
-    q = ece(conf, corr, n_bins=2, strategy="quantile")
+    q = ece(corr, conf, n_bins=2, strategy="quantile")
     assert q.table.n.sum() == 8
 
 
@@ -31,11 +31,11 @@ def test_brier_decomposition_identity():
     rng = np.random.default_rng(0)
     conf = rng.choice([0.1, 0.3, 0.5, 0.7, 0.9], 400)
     corr = (rng.uniform(size=400) < conf).astype(float)
-    b = brier(conf, corr)
+    b = brier(corr, conf)
     assert b.brier == pytest.approx(np.mean((conf - corr) ** 2))
     assert b.brier == pytest.approx(b.reliability - b.resolution + b.uncertainty, abs=1e-12)
     assert abs(b.residual) < 1e-12
-    binned = brier(rng.uniform(size=300), rng.integers(0, 2, 300), n_bins=5)
+    binned = brier(rng.integers(0, 2, 300), rng.uniform(size=300), n_bins=5)
     assert binned.brier == pytest.approx(binned.reliability - binned.resolution + binned.uncertainty
                                          + binned.residual, abs=1e-12)
 
@@ -45,31 +45,33 @@ def test_auroc_matches_sklearn_with_ties():
     s = rng.choice([0.2, 0.5, 0.8, 0.9], 200)
     y = (rng.uniform(size=200) < s).astype(float)
     assert auroc(y, s) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
-    assert type2_auroc(s, y) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    assert type2_auroc(y, s) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
     assert np.isnan(auroc(np.ones(5), np.arange(5.0)))
 
 
 def test_risk_coverage_and_aurc():
     conf = np.array([0.9, 0.8, 0.8, 0.6, 0.3])
     corr = np.array([1, 1, 0, 1, 0.0])
-    rc = risk_coverage(conf, corr)
+    rc = risk_coverage(corr, conf)
     assert rc.coverage.tolist() == [0.2, 0.6, 0.8, 1.0]
     np.testing.assert_allclose(rc.risk, [0, 1 / 3, 1 / 4, 2 / 5])
-    assert aurc(conf, corr) == pytest.approx((0 + 2 * (1 / 3) + 0.25 + 0.4) / 5)
+    assert aurc(corr, conf) == pytest.approx((0 + 2 * (1 / 3) + 0.25 + 0.4) / 5)
     oracle = np.mean([0, 0, 0, 1 / 4, 2 / 5])
-    assert excess_aurc(conf, corr) == pytest.approx(aurc(conf, corr) - oracle)
+    assert excess_aurc(corr, conf) == pytest.approx(aurc(corr, conf) - oracle)
     perfect = corr * 0.5 + np.arange(5) / 100  # correct answers all more confident, no ties
-    assert excess_aurc(perfect, corr) == pytest.approx(0.0, abs=1e-12)
+    assert excess_aurc(corr, perfect) == pytest.approx(0.0, abs=1e-12)
     assert excess_aurc(corr, corr) > 0  # tied binary confidence cannot order within its levels
 
 
 def test_metric_input_errors():
-    with pytest.raises(ValueError, match="must be 0 or 1"):
-        ece([0.2, 0.4], [0, 2])
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        brier([1.2, 0.4], [0, 1])
+    with pytest.raises(ValueError, match="y_true must be 0 or 1"):
+        ece([0, 2], [0.2, 0.4])
+    with pytest.raises(ValueError, match=r"y_score must lie in \[0, 1\]"):
+        brier([0, 1], [1.2, 0.4])
     with pytest.raises(ValueError, match="paired"):
-        ece([0.2, 0.4, 0.5], [0, 1])
+        ece([0, 1], [0.2, 0.4, 0.5])
+    with pytest.raises(ValueError, match="y_true must be 0 or 1"):  # confidence given first
+        brier([0.9, 0.2, 0.6], [1, 0, 1])
 
 
 def _metadpy_mle():
@@ -122,7 +124,7 @@ def test_bootstrap_deterministic_and_covers():
     rng = np.random.default_rng(4)
     conf = rng.uniform(size=300)
     corr = (rng.uniform(size=300) < conf).astype(float)
-    f = lambda c, y: {"ece": ece(c, y).ece, "auroc": auroc(y, c)}  # noqa: E731
+    f = lambda c, y: {"ece": ece(y, c).ece, "auroc": auroc(y, c)}  # noqa: E731
     a = bootstrap_ci(f, conf, corr, n_boot=300, seed=1)
     b = bootstrap_ci(f, conf, corr, n_boot=300, seed=1)
     pd.testing.assert_frame_equal(a, b)

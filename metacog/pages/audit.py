@@ -128,8 +128,8 @@ def overconfidence(responses: pd.DataFrame, policy: str, *, n_bins: int = 10,
         rows.append({"model": model, "items": n, "mean_confidence": g["confidence"].mean(),
                      "accuracy": g["correct"].mean(), "gap": d.mean(), "gap_ci_low": d.mean() - half,
                      "gap_ci_high": d.mean() + half,
-                     "ece": stats.ece(g["confidence"], g["correct"], n_bins=n_bins, strategy=strategy).ece,
-                     "brier": stats.brier(g["confidence"], g["correct"]).brier})
+                     "ece": stats.ece(g["correct"], g["confidence"], n_bins=n_bins, strategy=strategy).ece,
+                     "brier": stats.brier(g["correct"], g["confidence"]).brier})
     return pd.DataFrame(rows)
 
 
@@ -216,7 +216,7 @@ def reliability(responses: pd.DataFrame, policy: str, *, n_bins: int = 10,
     """The reliability-diagram bins of every model's stated confidence under ``policy`` (bins
     holding answers only), with a short ``model`` column."""
     from metacog import stats
-    parts = [stats.ece(g["confidence"], g["correct"], n_bins=n_bins, strategy=strategy).table
+    parts = [stats.ece(g["correct"], g["confidence"], n_bins=n_bins, strategy=strategy).table
              .assign(model=short_model(m))
              for m, g in responses[responses["probe"] == policy].dropna(subset=["confidence", "correct"])
              .groupby("model")]

@@ -1,7 +1,8 @@
 """Calibration metrics for one model's confidence against its correctness.
 
-All functions take paired 1-D inputs ``confidence`` (P(correct) in [0, 1]) and ``correct``
-(0/1); pairs with a missing value in either are dropped.
+All functions take paired 1-D inputs in the order of every score in the book (and of
+scikit-learn's metrics): ``y_true`` first, the model's correctness (0/1), then ``y_score``,
+its confidence (P(correct) in [0, 1]); pairs with a missing value in either are dropped.
 
 - :func:`brier`: Brier score and its Murphy decomposition BS = REL - RES + UNC. Grouped by
   the distinct confidence values (``n_bins=None``) the identity is exact; with bins the
@@ -57,9 +58,14 @@ def _bin_codes(x, n_bins, strategy):
     return code, edges
 
 
-def brier(confidence, correct, n_bins: int | None = None, strategy: str = "uniform") -> BrierResult:
-    """Brier score with Murphy's decomposition (reliability, resolution, uncertainty)."""
-    x, y = paired_vectors(confidence, correct)
+def brier(y_true, y_score, n_bins: int | None = None, strategy: str = "uniform") -> BrierResult:
+    """Brier score of confidence ``y_score`` for correctness ``y_true``, with Murphy's
+    decomposition (reliability, resolution, uncertainty).
+
+    >>> round(brier([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8]).brier, 4)
+    0.0625
+    """
+    x, y = paired_vectors(y_score, y_true, names=("y_score", "y_true"))
     n = x.size
     bs = float(np.mean((x - y) ** 2))
     ybar = y.mean()
@@ -105,16 +111,20 @@ class ECEResult:
                               "strategy": self.strategy}])
 
 
-def ece(confidence, correct, n_bins: int = 10, strategy: str = "uniform") -> ECEResult:
+def ece(y_true, y_score, n_bins: int = 10, strategy: str = "uniform") -> ECEResult:
     """Expected calibration error: sum over bins of (n_b / n) * |accuracy_b - mean confidence_b|.
 
     Bins are [lo, hi) except the last, which includes its upper edge. ``strategy="uniform"``
     splits [0, 1] into equal widths; ``"quantile"`` uses quantiles of the confidence (equal
     mass up to ties). Empty bins are kept in the table with n = 0 and do not contribute.
+    ``y_true`` is correctness (0/1), ``y_score`` the confidence.
+
+    >>> round(ece([1, 0, 1, 1], [0.9, 0.2, 0.6, 0.8], n_bins=2).ece, 4)
+    0.225
     """
     if n_bins < 1:
         raise ValueError(f"ece: n_bins must be >= 1, got {n_bins}.")
-    x, y = paired_vectors(confidence, correct)
+    x, y = paired_vectors(y_score, y_true, names=("y_score", "y_true"))
     code, edges = _bin_codes(x, n_bins, strategy)
     cnt = np.bincount(code, minlength=n_bins).astype(float)
     sx = np.bincount(code, weights=x, minlength=n_bins)
@@ -155,23 +165,25 @@ def auroc(labels, scores) -> float:
     return float((r[y == 1].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
 
 
-def type2_auroc(confidence, correct) -> float:
+def type2_auroc(y_true, y_score) -> float:
     """Type-2 AUROC: how well confidence separates the model's correct from incorrect answers.
 
     Equals the area under the type-2 ROC traced by sweeping a threshold over the confidence
-    levels (ties counted 1/2); 0.5 = no metacognitive discrimination.
+    levels (ties counted 1/2); 0.5 = no metacognitive discrimination. ``y_true`` is the
+    model's correctness, ``y_score`` its confidence (any scale).
     """
-    x, y = paired_vectors(confidence, correct, unit_a=False)
+    x, y = paired_vectors(y_score, y_true, names=("y_score", "y_true"), unit_a=False)
     return auroc(y, x)
 
 
-def risk_coverage(confidence, correct) -> pd.DataFrame:
+def risk_coverage(y_true, y_score) -> pd.DataFrame:
     """Risk-coverage curve: answer items in decreasing confidence; one row per distinct level.
 
     coverage = share of items answered, risk = error rate among them. Items with equal
-    confidence are answered together (no arbitrary tie order).
+    confidence are answered together (no arbitrary tie order). ``y_true`` is correctness,
+    ``y_score`` confidence.
     """
-    x, y = paired_vectors(confidence, correct, unit_a=False)
+    x, y = paired_vectors(y_score, y_true, names=("y_score", "y_true"), unit_a=False)
     levels, code = np.unique(-x, return_inverse=True)
     cnt = np.bincount(code).astype(float)
     err = np.bincount(code, weights=1.0 - y)
@@ -181,19 +193,19 @@ def risk_coverage(confidence, correct) -> pd.DataFrame:
                          "coverage": ccnt / x.size, "risk": cerr / ccnt})
 
 
-def aurc(confidence, correct) -> float:
+def aurc(y_true, y_score) -> float:
     """Area under the risk-coverage curve: mean over items of the risk at the coverage where
     the item is answered (equals (1/n) sum_k risk(k) without ties). Lower is better."""
-    x, y = paired_vectors(confidence, correct, unit_a=False)
-    rc = risk_coverage(x, y)
+    x, y = paired_vectors(y_score, y_true, names=("y_score", "y_true"), unit_a=False)
+    rc = risk_coverage(y, x)
     size = np.diff(np.concatenate(([0], rc.n_answered.to_numpy())))
     return float((rc.risk.to_numpy() * size).sum() / x.size)
 
 
-def excess_aurc(confidence, correct) -> float:
+def excess_aurc(y_true, y_score) -> float:
     """AURC minus that of an oracle ranking all correct answers first (E-AURC)."""
-    x, y = paired_vectors(confidence, correct, unit_a=False)
+    x, y = paired_vectors(y_score, y_true, names=("y_score", "y_true"), unit_a=False)
     n = y.size
     k = np.arange(1, n + 1)
     oracle = float(np.mean(np.maximum(0.0, k - y.sum()) / k))  # all correct answers first, one at a time
-    return aurc(x, y) - oracle
+    return aurc(y, x) - oracle
