@@ -2,7 +2,7 @@
 
 ``memo(func, *args, **kwargs)`` returns ``func(*args, **kwargs)``, computing it only when no
 result is stored for the same function, the same arguments and the same source code of the
-function's module and every ``metacog`` module it imports, directly or not. Results live in ``<cache>/results/`` where ``<cache>`` is
+functions, classes and constants it reaches in ``metacog`` (:func:`code_digest`). Results live in ``<cache>/results/`` where ``<cache>`` is
 ``$METACOG_CACHE_DIR`` (else ``$XDG_CACHE_HOME/metacog``, else ``~/.cache/metacog``); set
 ``METACOG_NO_MEMO=1`` to always recompute. Writes are atomic, so a killed process leaves no
 half-written result, and an unreadable stored result is recomputed rather than trusted.
@@ -82,6 +82,118 @@ def code_version(module: str = "metacog") -> str:
     return h.hexdigest()
 
 
+def _is_ours(obj) -> bool:
+    mod = getattr(obj, "__module__", None) or ""
+    return mod == "metacog" or mod.startswith("metacog.")
+
+
+def _unwrap(obj):
+    """The plain function behind decorators (``functools.wraps``), caches and partials."""
+    for _ in range(10):
+        inner = getattr(obj, "__wrapped__", None) or getattr(obj, "func", None)
+        if inner is None or inner is obj or not callable(inner):
+            return obj
+        obj = inner
+    return obj
+
+
+def _code_names(code) -> set[str]:
+    """Every global or attribute name a code object and its nested code (lambdas,
+    comprehensions, inner functions) refers to, including the modules of function-level imports."""
+    import types
+
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def _constant_digest(value) -> str | None:
+    """A stable text for a plain module-level constant, or None for anything else."""
+    if value is None or isinstance(value, (bool, int, float, str, bytes)):
+        return repr(value)
+    if isinstance(value, (tuple, list, frozenset, set)) and len(value) < 1000:
+        parts = [_constant_digest(v) for v in (sorted(value, key=repr) if isinstance(value, (set, frozenset)) else value)]
+        return None if None in parts else f"{type(value).__name__}({','.join(parts)})"
+    if isinstance(value, dict) and len(value) < 1000:
+        parts = [(_constant_digest(k), _constant_digest(v)) for k, v in sorted(value.items(), key=repr)]
+        return None if any(None in kv for kv in parts) else repr(parts)
+    return None
+
+
+@functools.cache
+def code_digest(func) -> str:
+    """sha256 of the source of ``func`` and of every ``metacog`` function, class and plain
+    module-level constant it reaches, following names in its code (and in the code of what it
+    reaches) through module globals and ``metacog`` module attributes.
+
+    This is what a memoized result is keyed on: an edit to a function the analysis never calls,
+    such as a sentence helper in the same module, leaves the key, and the stored result, alone.
+    """
+    import inspect
+    import sys
+    import types
+
+    h = hashlib.sha256()
+    seen: set[int] = set()
+    todo = [_unwrap(func)]
+    while todo:
+        obj = _unwrap(todo.pop())
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, type):
+            members = [m for m in vars(obj).values() if isinstance(m, (types.FunctionType, classmethod,
+                                                                        staticmethod, property))]
+            codes = []
+            for m in members:
+                f = m.fget if isinstance(m, property) else getattr(m, "__func__", m)
+                if isinstance(f, types.FunctionType):
+                    codes.append(f)
+            try:
+                src = inspect.getsource(obj)
+            except (OSError, TypeError):
+                src = obj.__qualname__
+            h.update(f"class {obj.__module__}.{obj.__qualname__}\n{src}".encode())
+            todo.extend(codes)
+            glob = vars(sys.modules.get(obj.__module__, types.ModuleType("x")))
+            names = set().union(*(_code_names(f.__code__) for f in codes)) if codes else set()
+        elif isinstance(obj, types.FunctionType):
+            try:
+                src = inspect.getsource(obj)
+            except (OSError, TypeError):
+                src = obj.__code__.co_code.hex()
+            h.update(f"def {obj.__module__}.{obj.__qualname__}\n{src}".encode())
+            for cell in obj.__closure__ or ():
+                try:
+                    v = cell.cell_contents
+                except ValueError:
+                    continue
+                if callable(v) and _is_ours(_unwrap(v)):
+                    todo.append(v)
+            glob = obj.__globals__
+            names = _code_names(obj.__code__)
+        else:
+            continue
+        modules = [glob[n] for n in names if isinstance(glob.get(n), types.ModuleType)]
+        modules += [sys.modules[n] for n in names if n.startswith("metacog") and n in sys.modules]
+        modules = [m for m in modules if m.__name__ == "metacog" or m.__name__.startswith("metacog.")]
+        for n in sorted(names):
+            candidates = [glob[n]] if n in glob else []
+            candidates += [getattr(m, n) for m in modules if hasattr(m, n)]
+            for v in candidates:
+                if isinstance(v, types.ModuleType):
+                    continue
+                if callable(v) and _is_ours(_unwrap(v)):
+                    todo.append(v)
+                elif not callable(v):
+                    text = _constant_digest(v)
+                    if text is not None:
+                        h.update(f"const {n}={text}\n".encode())
+    return h.hexdigest()
+
+
 def _feed(h, value) -> None:
     """Add a stable digest of ``value`` to the hash ``h``."""
     if isinstance(value, pd.DataFrame):
@@ -117,7 +229,7 @@ def key(func, args, kwargs) -> str:
     """The content address of one call."""
     h = hashlib.sha256()
     h.update(f"{func.__module__}.{func.__qualname__}".encode())
-    h.update(code_version(func.__module__).encode())
+    h.update(code_digest(func).encode())
     _feed(h, list(args))
     _feed(h, dict(kwargs))
     return h.hexdigest()

@@ -100,3 +100,43 @@ def test_processes_sharing_the_cache_get_whole_results(cache):
         assert p.returncode == 0 and out.strip() == "ok", err
     stored = list((cache / "results").glob("*.pkl"))
     assert len(stored) == 4 and not list((cache / "results").glob("*.part"))
+
+
+def _load_case(tmp_path, name, helper_body, sentence_body, constant=3):
+    """A throwaway module inside the metacog namespace: analyse() calls helper(), reads LIMIT,
+    and never calls sentence()."""
+    import importlib.util
+    import sys
+
+    path = tmp_path / name / "case.py"
+    path.parent.mkdir()
+    path.write_text(
+        f"LIMIT = {constant}\n\n"
+        f"def helper(x):\n    return {helper_body}\n\n"
+        f"def sentence(x):\n    return {sentence_body}\n\n"
+        "def analyse(x):\n    return helper(x) + LIMIT\n", encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("metacog._memo_case", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_code_digest_follows_what_the_function_reaches_and_nothing_else(tmp_path):
+    base = _load_case(tmp_path, "base", "x * 2", "f'{x} models'")
+    wording = _load_case(tmp_path, "wording", "x * 2", "f'{x} panels'")
+    helper = _load_case(tmp_path, "helper", "x * 3", "f'{x} models'")
+    limit = _load_case(tmp_path, "limit", "x * 2", "f'{x} models'", constant=4)
+    d = {m: memo.code_digest(m.analyse) for m in (base, wording, helper, limit)}
+    assert d[base] == d[wording]  # a sentence helper the analysis never calls leaves the key alone
+    assert d[helper] != d[base]  # an edit to a function it calls changes it
+    assert d[limit] != d[base]  # so does a module-level constant it reads
+
+
+def test_a_real_analysis_key_ignores_its_modules_sentence_helpers():
+    from metacog.hypotheses import rank_one
+
+    reached = memo.code_digest(rank_one.analyse)
+    assert reached != memo.code_digest(rank_one.verdict_paragraph)
+    # the stats it calls are reached: a different analysis that shares none of them differs
+    assert memo.code_digest(rank_one.bootstrap_structure) != memo.code_digest(rank_one.contested)

@@ -161,3 +161,25 @@ def test_axis_alignment_shared_vs_independent():
     assert aligned.loc["all", "r_items"] > 0.8
     assert abs(unrelated.loc["all", "r_items"]) < 0.15
     assert aligned.loc["contested", "n_items"] < n
+
+
+def test_the_revised_rules_simulated_data_follow_the_fitted_factor_model():
+    """Data simulated under a q-factor model share the q factors across columns: with loadings
+    0.8, every pair's tetrachoric correlation is near 0.8 * 0.8 = 0.64 (independent draws per
+    column, the old bug, gave correlations near 0 and so the classic null)."""
+    import scipy.stats as sps
+
+    from metacog.stats import tetrachoric
+    from metacog.stats.parallel import _simulate
+
+    k, n = 6, 4000
+    L = np.full((k, 1), 0.8)
+    tau = np.linspace(-0.5, 0.5, k)
+    miss = np.zeros((n, k), bool)
+    miss[:200, 0] = True
+    S = _simulate(L, tau, miss, np.random.default_rng(0), [f"m{j}" for j in range(k)], 10)
+    assert np.isnan(S[:200, 0]).all() and not np.isnan(S[200:]).any()
+    assert np.allclose(np.nanmean(S, axis=0), 1 - sps.norm.cdf(tau), atol=0.03)
+    rho = tetrachoric(pd.DataFrame(S)).rho.to_numpy()
+    off = rho[~np.eye(k, dtype=bool)]
+    assert np.all(np.abs(off - 0.64) < 0.06), off.round(2)

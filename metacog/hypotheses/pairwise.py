@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from metacog import stats
-from metacog.stats.pairwise import BASE_RATE, DIFFICULTY, tau_matrix, unordered_pairs  # noqa: F401 (re-exported)
+from metacog.stats.pairwise import BASE_RATE, DIFFICULTY, TauTables, tau_matrix, unordered_pairs  # noqa: F401 (re-exported)
 from metacog.stats.validate import as_binary_frame, check_aligned
 
 #: Paper 1's prospective figures {benchmark: (mean tau-b, mean of its base-rate-matched null,
@@ -60,30 +60,25 @@ def _summaries(K: np.ndarray) -> tuple[float, float, float]:
     return mean_all, mean_self, mean_other
 
 
+@stats.single_blas_thread
 def bootstrap_taus(C: np.ndarray, Y: np.ndarray, *, n_boot: int = 200, seed: int = 0,
                    ci: float = 0.95) -> pd.DataFrame:
     """Percentile intervals, resampling items, of the mean tau and of self minus other.
 
     Returns one row per statistic ("mean tau", "self minus other") with estimate, ci_low,
-    ci_high and n_boot (the resamples in which the statistic was defined).
+    ci_high and n_boot (the resamples in which the statistic was defined). Each resample is a
+    vector of item counts (:func:`metacog.stats.resample.item_weights`) that weights the 2x2
+    tables of :func:`metacog.stats.tau_matrix`; no matrix is copied.
     """
-    n = C.shape[0]
-    rng = np.random.default_rng(seed)
-    est_all, est_self, est_other = _summaries(tau_matrix(C, Y))
-    draws = np.full((n_boot, 2), np.nan)
-    for r in range(n_boot):
-        w = np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
-        a, s, o = _summaries(tau_matrix(C, Y, w))
-        draws[r] = (a, s - o)
-    lo, hi = (1 - ci) / 2, 1 - (1 - ci) / 2
-    rows = []
-    for j, (name, est) in enumerate((("mean tau", est_all), ("self minus other", est_self - est_other))):
-        d = draws[:, j][np.isfinite(draws[:, j])]
-        rows.append({"statistic": name, "estimate": est,
-                     "ci_low": float(np.quantile(d, lo)) if d.size else np.nan,
-                     "ci_high": float(np.quantile(d, hi)) if d.size else np.nan,
-                     "n_boot": int(d.size)})
-    return pd.DataFrame(rows)
+    tables = TauTables(C, Y)
+    est_all, est_self, est_other = _summaries(tables.tau())
+    draws = []
+    for W in stats.resample.item_weights(C.shape[0], n_boot, seed=seed):
+        for w in W:
+            a, s, o = _summaries(tables.tau(w))
+            draws.append((a, s - o))
+    return stats.resample.percentile_table(("mean tau", "self minus other"),
+                                           (est_all, est_self - est_other), np.array(draws), ci=ci)
 
 
 def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, alpha: float = 0.05,

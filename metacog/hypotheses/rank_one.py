@@ -29,19 +29,28 @@ MIN_ITEMS = 30
 
 
 def _eigen_stats(X: np.ndarray) -> tuple[float, float, float]:
-    """(first-eigenvalue share, eig1/eig2, one-factor variance share) of binary ``X``."""
+    """(first-eigenvalue share, eig1/eig2, one-factor variance share) of binary ``X``: the plain
+    computation, on a matrix (the bootstrap reaches the same numbers from weighted tables)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tet = stats.tetrachoric(pd.DataFrame(X))
         rho = tet.rho.to_numpy()
-        m = rho.shape[0]
-        if m < 2:
+        if rho.shape[0] < 2:
             return np.nan, np.nan, np.nan
-        ev = np.sort(np.linalg.eigvalsh(rho))[::-1]
-        share = float(stats.factor_analysis(tet.rho, 1).share.iloc[0])
+        return _from_rho(rho)
+
+
+def _from_rho(rho: np.ndarray, start=None) -> tuple[float, float, float]:
+    m = rho.shape[0]
+    ev = np.sort(np.linalg.eigvalsh(rho))[::-1]
+    share = stats.one_factor_share(rho, start)[0]
     return float(ev[0] / m), float(ev[0] / ev[1]) if ev[1] > 0 else np.nan, share
 
 
+STRUCTURE_STATISTICS = ("first eigenvalue share", "eig1/eig2", "one-factor share")
+
+
+@stats.single_blas_thread
 def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
                         ci: float = 0.95) -> pd.DataFrame:
     """Percentile intervals, resampling items, of the first-eigenvalue share, eig1/eig2 and
@@ -52,22 +61,30 @@ def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
     tetrachoric correlation and pulls the eigenvalue statistics down (by a tenth or more of the
     ratio); the draws are therefore re-centred on the estimate before the percentiles are taken
     (a first-order bias correction), so the interval measures spread, not the resampling bias.
+    Resamples come from :mod:`metacog.stats.resample` (weighted 2x2 tables, every pair fitted at
+    once); one in which a model's judgments are all equal is computed on the resampled matrix
+    with that model dropped, as the estimate would be.
     """
     A = X.to_numpy(dtype=float)
     n = A.shape[0]
-    rng = np.random.default_rng(seed)
     est = _eigen_stats(A)
-    draws = np.array([_eigen_stats(A[rng.integers(0, n, n)]) for _ in range(n_boot)]).reshape(n_boot, 3)
-    lo, hi = (1 - ci) / 2, 1 - (1 - ci) / 2
-    rows = []
-    for j, name in enumerate(("first eigenvalue share", "eig1/eig2", "one-factor share")):
-        d = draws[:, j][np.isfinite(draws[:, j])]
-        if d.size and np.isfinite(est[j]):
-            d = d - (d.mean() - est[j])  # re-centre: resampled items add noise, which biases eigenvalues
-        rows.append({"statistic": name, "estimate": est[j],
-                     "ci_low": float(np.quantile(d, lo)) if d.size else np.nan,
-                     "ci_high": float(np.quantile(d, hi)) if d.size else np.nan, "n_boot": int(d.size)})
-    return pd.DataFrame(rows)
+    psi0 = raw = None
+    if np.isfinite(est[0]):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tet = stats.tetrachoric(pd.DataFrame(A))
+        psi0, raw = stats.one_factor_share(tet.rho.to_numpy())[1], tet.raw_rho.to_numpy()
+    tables = stats.resample.BinaryTables(A)
+    draws = []
+    for W in stats.resample.item_weights(n, n_boot, seed=seed):
+        rho, ok = stats.resample.tetrachoric_stack(tables, W, start=raw if raw is not None and
+                                                   raw.shape[0] == A.shape[1] else None)
+        for r in range(len(W)):
+            if ok[r] and psi0 is not None and rho.shape[1] == psi0.size:
+                draws.append(_from_rho(rho[r], psi0))
+            else:
+                draws.append(_eigen_stats(np.repeat(A, W[r].astype(int), axis=0)))
+    return stats.resample.percentile_table(STRUCTURE_STATISTICS, est, np.array(draws), ci=ci, recentre=True)
 
 
 def structure(X: pd.DataFrame, *, n_iter: int = 20, reference: str = "resampled", n_boot: int = 1000,

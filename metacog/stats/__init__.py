@@ -10,7 +10,7 @@ from .bootstrap import bootstrap_ci
 from .bvn import bvn_cdf
 from .calibration import (BrierResult, ECEResult, aurc, auroc, brier, ece, excess_aurc,
                           risk_coverage, type2_auroc)
-from .factor import FactorResult, factor_analysis, oblimin, varimax
+from .factor import FactorResult, factor_analysis, oblimin, one_factor_share, varimax
 from .metad import MetaDResult, confidence_to_ratings, metad, metad_trials, trials_to_counts
 from .parallel import ParallelResult, parallel_analysis
 from .pairwise import (PairwiseResult, base_rate_null, bh_fdr, pairwise_calibration, tau_matrix,
@@ -25,7 +25,7 @@ __all__ = [
     "ParallelResult", "SelfOtherTest", "TetrachoricResult", "aurc", "auroc", "axis_alignment", "axis_positions",
     "base_rate_null", "bh_fdr", "bootstrap_ci", "brier", "bvn_cdf", "confidence_to_ratings", "cor_smooth", "delong_paired", "ece",
     "excess_aurc", "factor_analysis", "flag_counts", "h_proxy", "internal_population", "item_scores", "metad",
-    "metad_trials", "oblimin", "pairwise_calibration", "parallel_analysis", "policy_gains",
+    "metad_trials", "oblimin", "one_factor_share", "pairwise_calibration", "parallel_analysis", "policy_gains",
     "policy_table", "risk_coverage", "self_other_test", "tau_matrix", "tetrachoric", "thresholds",
     "trials_to_counts", "type2_auroc", "unanimous_items", "unordered_pairs", "varimax",
 ]
@@ -36,3 +36,9 @@ from .intervals import (AurocResult, BootResult, auroc_ci, bootstrap_difference,
 
 __all__ += ["AurocResult", "BootResult", "auroc_ci", "bootstrap_difference", "bootstrap_items",
             "proportion_ci"]
+
+# One resampling engine: bootstrap count weights applied to weighted 2x2 tables.
+from . import resample  # noqa: E402
+from .blas import single_blas_thread  # noqa: E402
+
+__all__ += ["resample", "single_blas_thread"]

@@ -109,6 +109,28 @@ def _uls(psi, S, nf):
     return f, g
 
 
+def _minres(S, nf, start, tol):
+    """The ULS (minres) optimum over uniquenesses in [0.005, 1], from ``start`` (default 1 - SMC)."""
+    if start is None:
+        start = np.clip(1.0 - smc(S), 0.005, 1.0)
+    return minimize(_uls, start, args=(S, nf), jac=True, method="L-BFGS-B",
+                    bounds=[(0.005, 1.0)] * S.shape[0],
+                    options={"ftol": tol * 1e-3, "gtol": tol, "maxiter": 10000, "maxcor": 30})
+
+
+def one_factor_share(R, start=None, *, tol: float = 1e-12) -> tuple[float, np.ndarray]:
+    """The one-factor minres solution's share of variance (psych's "Proportion Var", the same
+    number as ``factor_analysis(R, 1).share``) and its uniquenesses, without the result object.
+
+    ``R`` is a correlation matrix (array). ``start`` (uniquenesses) replaces the default 1 - SMC
+    start; a resample's fit started from the full sample's uniquenesses needs fewer steps.
+    """
+    S = np.asarray(R, dtype=float)
+    psi = _minres(S, 1, start, tol).x
+    L = _top_loadings(S, psi, 1)
+    return float((L ** 2).sum() / S.shape[0]), psi
+
+
 def smc(R: np.ndarray) -> np.ndarray:
     """Squared multiple correlations 1 - 1/diag(R^-1) (pseudo-inverse if R is singular)."""
     try:
@@ -202,10 +224,7 @@ def factor_analysis(R, n_factors: int = 1, method: str = "minres", rotate: str =
     p = S.shape[0]
     if not 1 <= n_factors < p:
         raise ValueError(f"factor_analysis: n_factors must be between 1 and {p - 1} for {p} variables, got {n_factors}.")
-    start = np.clip(1.0 - smc(S), 0.005, 1.0)
-    res = minimize(_uls, start, args=(S, n_factors), jac=True, method="L-BFGS-B",
-                   bounds=[(0.005, 1.0)] * p,
-                   options={"ftol": tol * 1e-3, "gtol": tol, "maxiter": 10000, "maxcor": 30})
+    res = _minres(S, n_factors, None, tol)
     psi = res.x
     heywood = bool((psi <= 0.005 + 1e-9).any())
     if heywood:

@@ -58,25 +58,31 @@ def _eigs(X: np.ndarray, nf: int):
 
 
 def _simulate(L, tau, miss, rng, names, max_redraw):
-    """Binary data from the probit factor model with loadings L (k x f) and thresholds tau."""
+    """Binary data from the probit factor model with loadings L (k x f) and thresholds tau.
+
+    The f common factors are drawn once per item and shared by every column, which is what
+    makes the simulated columns correlate as the model says; a column that comes out constant
+    has its own noise drawn again (up to ``max_redraw`` times)."""
     n, k = miss.shape
     f = L.shape[1]
     h2 = np.clip((L**2).sum(axis=1), 0.0, 0.999)
+    common = rng.standard_normal((n, f)) @ L.T if f else np.zeros((n, k))
     S = np.empty((n, k))
-    for j in range(k):
-        for tries in range(max_redraw + 1):
-            F = rng.standard_normal((n, f)) if f else np.zeros((n, 0))
-            z = F @ L[j] + np.sqrt(1 - h2[j]) * rng.standard_normal(n)
-            col = (z > tau[j]).astype(float)
-            col[miss[:, j]] = np.nan
-            if np.nanstd(col) > 0:
-                break
-        else:
-            raise ValueError(
-                f"parallel_analysis: simulated column {names[j]!r} stays constant (threshold "
-                f"{tau[j]:.2f}, {int((~miss[:, j]).sum())} items); use reference='resampled'.")
-        S[:, j] = col
-    return S
+    todo = np.arange(k)
+    for _ in range(max_redraw + 1):
+        z = common[:, todo] + np.sqrt(1 - h2[todo]) * rng.standard_normal((n, todo.size))
+        cols = np.where(miss[:, todo], np.nan, (z > tau[todo]).astype(float))
+        S[:, todo] = cols
+        with np.errstate(invalid="ignore"):
+            varies = np.nanmax(cols, axis=0, initial=-np.inf, where=~np.isnan(cols)) > \
+                np.nanmin(cols, axis=0, initial=np.inf, where=~np.isnan(cols))
+        todo = todo[~varies]
+        if not todo.size:
+            return S
+    j = todo[0]
+    raise ValueError(
+        f"parallel_analysis: simulated column {names[j]!r} stays constant (threshold "
+        f"{tau[j]:.2f}, {int((~miss[:, j]).sum())} items); use reference='resampled'.")
 
 
 def _count(obs, ref):
@@ -123,9 +129,7 @@ def parallel_analysis(X, n_iter: int = 20, reference: str = "resampled", seed: i
     ref_fa = np.empty((n_iter, k))
     for it in range(n_iter):
         if reference == "resampled":
-            S = np.empty_like(A)
-            for j in range(k):
-                S[:, j] = A[rng.permutation(n), j]
+            S = rng.permuted(A, axis=0)  # every column shuffled on its own
         else:
             S = _simulate(np.zeros((k, 0)), tau, miss, rng, list(Xf.columns), max_redraw)
         ref_pc[it], ref_fa[it] = _eigs(S, n_factors_fit)

@@ -113,14 +113,15 @@ def _score_parts(rho, n00, n01, n10, n11, tx, ty):
     return g, dg
 
 
-def fit_rho(n00, n01, n10, n11, tx, ty, *, tol: float = 1e-12, max_iter: int = 200):
+def fit_rho(n00, n01, n10, n11, tx, ty, *, tol: float = 1e-12, max_iter: int = 200, start=None):
     """Maximum-likelihood rho for many 2x2 tables with fixed thresholds (vectorised).
 
     d loglik / d rho = phi2(tx, ty; rho) * g(rho) with
     g = n00/p00 - n01/p01 - n10/p10 + n11/p11, and g is strictly decreasing in rho, so the
     MLE is the unique root of g (or a boundary +-1 when a needed cell is empty). We keep a
     bracket [lo, hi] with g(lo) > 0 > g(hi) and take Newton steps, falling back to bisection
-    when a step leaves the bracket.
+    when a step leaves the bracket. ``start`` (broadcastable to the tables) replaces the
+    Yule's-Y starting values, e.g. the full sample's estimates when fitting resamples.
     """
     arrs = np.broadcast_arrays(*(np.asarray(a, float) for a in (n00, n01, n10, n11, tx, ty)))
     shape = arrs[0].shape
@@ -133,6 +134,8 @@ def fit_rho(n00, n01, n10, n11, tx, ty, *, tol: float = 1e-12, max_iter: int = 2
         orr = (n00 * n11) / (n01 * n10)
         r = np.cos(np.pi / (1.0 + np.sqrt(orr)))
     r = np.where(np.isfinite(r), r, 0.0)
+    if start is not None:
+        r = np.where(np.isfinite(s0 := np.broadcast_to(np.asarray(start, float), shape).ravel()), s0, r)
     r = np.clip(r, -0.999, 0.999)
     active = np.ones(m, bool)
     for _ in range(max_iter):
@@ -148,10 +151,13 @@ def fit_rho(n00, n01, n10, n11, tx, ty, *, tol: float = 1e-12, max_iter: int = 2
         with np.errstate(divide="ignore", invalid="ignore"):
             step = np.where((dg < 0) & np.isfinite(dg) & np.isfinite(g), -g / dg, np.nan)
         new = ri + step
-        bad = ~np.isfinite(new) | (new <= lo[idx]) | (new >= hi[idx])
+        # a Newton step below the tolerance is convergence, even when it is too small to move ri
+        # in floating point (new == ri would otherwise count as leaving the bracket and bisect)
+        tiny = np.abs(step) < tol
+        bad = ~tiny & (~np.isfinite(new) | (new <= lo[idx]) | (new >= hi[idx]))
         new = np.where(bad, 0.5 * (lo[idx] + hi[idx]), new)
         new = np.where(exact, ri, new)
-        done = exact | (np.abs(new - ri) < tol) | (hi[idx] - lo[idx] < tol)
+        done = exact | tiny | (np.abs(new - ri) < tol) | (hi[idx] - lo[idx] < tol)
         r[idx] = new
         active[idx[done]] = False
     return r.reshape(shape)

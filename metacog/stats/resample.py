@@ -1,0 +1,161 @@
+"""One engine for resampling items: bootstrap count weights applied to sufficient statistics.
+
+A bootstrap resample of the items of an items x models matrix is a vector of counts, how often
+each item was drawn. Every statistic the book resamples depends on the items only through
+weighted sums: the 2x2 tables of a pair of binary columns (tetrachoric correlation, Kendall's
+tau-b, which is phi for 0/1 data) are ``X'diag(w)Y`` products. So a resample costs one matrix
+product per table, never a copy of the matrix, and the per-pair work (fitting a tetrachoric
+correlation, a tau-b) runs once over all pairs of a chunk of resamples.
+
+The weights are drawn exactly as ``x[rng.integers(0, n, n)]`` draws items, one resample after
+another from ``numpy.random.default_rng(seed)``, so a plain loop over copied matrices with the
+same seed gives the same resamples (``tests/test_stats_resample.py`` checks the intervals agree).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.special import ndtri
+
+from .blas import single_blas_thread
+from .tetrachoric import cor_smooth, fit_rho
+
+
+def item_weights(n_items: int, n_boot: int, *, seed=0, chunk: int = 64):
+    """Bootstrap count weights, ``chunk`` resamples at a time: arrays of shape (b, n_items).
+
+    Row r holds how often each item is drawn in resample r (each row sums to ``n_items``). The
+    draws are those of ``rng.integers(0, n_items, n_items)`` once per resample.
+
+    >>> [w.shape for w in item_weights(5, 3, chunk=2)]
+    [(2, 5), (1, 5)]
+    >>> int(next(item_weights(5, 1)).sum())
+    5
+    """
+    if n_items < 1 or n_boot < 1:
+        raise ValueError(f"item_weights: need n_items >= 1 and n_boot >= 1, got {n_items} and {n_boot}.")
+    rng = np.random.default_rng(seed)
+    for start in range(0, n_boot, chunk):
+        b = min(chunk, n_boot - start)
+        idx = rng.integers(0, n_items, size=(b, n_items))
+        flat = (idx + n_items * np.arange(b)[:, None]).ravel()
+        yield np.bincount(flat, minlength=b * n_items).reshape(b, n_items).astype(float)
+
+
+def percentile_table(names, estimate, draws, *, ci: float = 0.95, recentre: bool = False) -> pd.DataFrame:
+    """One row per statistic: statistic, estimate, ci_low, ci_high (percentile interval of the
+    finite draws) and n_boot (how many draws were finite).
+
+    ``draws`` is (n_boot x statistics). ``recentre=True`` shifts each column's draws so their mean
+    equals the estimate before the percentiles are taken (a first-order bias correction for
+    statistics, such as eigenvalues, that resampling pulls in one direction).
+    """
+    if not 0 < ci < 1:
+        raise ValueError(f"percentile_table: ci must be in (0, 1), got {ci!r}.")
+    lo, hi = (1 - ci) / 2, 1 - (1 - ci) / 2
+    draws = np.asarray(draws, dtype=float).reshape(len(draws), -1)
+    rows = []
+    for j, name in enumerate(names):
+        d = draws[:, j][np.isfinite(draws[:, j])]
+        est = float(estimate[j])
+        if recentre and d.size and np.isfinite(est):
+            d = d - (d.mean() - est)
+        rows.append({"statistic": name, "estimate": est,
+                     "ci_low": float(np.quantile(d, lo)) if d.size else np.nan,
+                     "ci_high": float(np.quantile(d, hi)) if d.size else np.nan,
+                     "n_boot": int(d.size)})
+    return pd.DataFrame(rows)
+
+
+class BinaryTables:
+    """A 0/1/NaN items x k matrix prepared for weighted 2x2 tables: the 1s as a dense float32
+    matrix (counts of up to 2**24 items are exact in float32) and the gaps as a sparse one, so
+    that a resample costs one dense product and a few sparse ones."""
+
+    def __init__(self, X):
+        from scipy import sparse
+
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2:
+            raise ValueError(f"BinaryTables: need an items x columns matrix, got shape {X.shape}.")
+        gaps = np.isnan(X)
+        self.n_items, self.k = X.shape
+        self.ones = np.ascontiguousarray(np.where(gaps, 0.0, X))
+        self.ones32 = self.ones.astype(np.float32)
+        self.gaps = sparse.csc_matrix(gaps.astype(float)) if gaps.any() else None
+        self.seen = (~gaps).astype(float)
+
+
+def pair_counts(X, w) -> tuple:
+    """Weighted complete-case 2x2 tables (n00, n01, n10, n11) of every pair of columns of ``X``
+    (items x k, 0/1/NaN) with item weights ``w``; each k x k, first index the row variable.
+
+    >>> X = np.array([[1, 1], [1, 0], [0, 0.]])
+    >>> [float(t[0, 1]) for t in pair_counts(X, [1, 2, 1])]
+    [1.0, 0.0, 2.0, 1.0]
+    """
+    T = X if isinstance(X, BinaryTables) else BinaryTables(X)
+    w = np.asarray(w, dtype=float)
+    xw = T.ones32 * w.astype(np.float32)[:, None]
+    n11 = (xw.T @ T.ones32).astype(float)
+    ones_w = T.ones.T @ w  # weighted 1s of each column
+    if T.gaps is None:
+        n1_ = np.broadcast_to(ones_w[:, None], n11.shape)
+        nn = w.sum()
+    else:
+        gw = T.gaps.multiply(w[:, None]).tocsc()  # weighted gaps
+        miss_w = np.asarray(gw.sum(axis=0)).ravel()
+        # row variable 1 and column variable present = its weighted 1s minus those where j is missing
+        n1_ = ones_w[:, None] - np.asarray((gw.T @ T.ones).T)
+        nn = w.sum() - miss_w[:, None] - miss_w[None, :] + (gw.T @ T.gaps).toarray()
+    n10 = n1_ - n11
+    n01 = n1_.T - n11
+    n00 = nn - n11 - n10 - n01
+    return n00, n01, n10, n11
+
+
+def _thresholds(B: BinaryTables, W: np.ndarray) -> np.ndarray:
+    """(b x k) tetrachoric thresholds under each weight row; inf/NaN where a column is constant."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ndtri(1.0 - (W @ B.ones) / (W @ B.seen))
+
+
+@single_blas_thread
+def tetrachoric_stack(X, W, *, correct: float = 0.5, smooth: bool = True, start=None):
+    """Tetrachoric matrices of binary ``X`` (items x k) under each row of item weights ``W``.
+
+    Returns (rho, ok): rho is (b x k x k), estimated as :func:`metacog.stats.tetrachoric` does
+    on the resampled matrix (zero cells corrected by ``correct``, smoothed like
+    ``psych::cor.smooth`` when not positive definite); ok[r] is False where a column is constant
+    in resample r (tetrachoric would drop it) or a pair shares fewer than 3 items, and
+    rho[r] is then NaN. ``start`` (k x k, e.g. the full sample's unsmoothed estimate) is where
+    the fit of every pair begins; it changes the number of steps, not the result.
+    """
+    B = X if isinstance(X, BinaryTables) else BinaryTables(X)
+    W = np.atleast_2d(np.asarray(W, dtype=float))
+    b, k = W.shape[0], B.ones.shape[1]
+    iu, ju = np.triu_indices(k, 1)
+    tau = _thresholds(B, W)
+    cells = np.empty((4, b, iu.size))
+    for r in range(b):
+        for c, t in enumerate(pair_counts(B, W[r])):
+            cells[c, r] = t[iu, ju]
+    tot = cells.sum(axis=0)
+    ok = np.isfinite(tau).all(axis=1) & (tot >= 3).all(axis=1)
+    fix = (cells.min(axis=0) == 0) & (tot > 1) & (correct > 0)
+    cells = np.where(fix[None] & (cells == 0), correct, cells)
+    rho = np.full((b, k, k), np.nan)
+    if ok.any():
+        sel = np.flatnonzero(ok)
+        r = fit_rho(*(cells[c, sel] for c in range(4)), tau[sel][:, iu], tau[sel][:, ju],
+                    start=None if start is None else np.asarray(start, float)[iu, ju])
+        m = np.broadcast_to(np.eye(k), (sel.size, k, k)).copy()
+        m[:, iu, ju] = r
+        m[:, ju, iu] = r
+        if smooth:
+            low = np.linalg.eigvalsh(m)[:, 0] < np.finfo(float).eps
+            for s in np.flatnonzero(low):
+                m[s] = cor_smooth(m[s])[0]
+        rho[sel] = m
+    return rho, ok
