@@ -8,7 +8,7 @@ sign:
 - counts and nouns: :func:`plural` ('1 panel', '2 panels', '1,500 items'), :func:`noun`,
   :func:`verb` ('is' / 'are');
 - groups: :func:`join` ('a, b and c', 'none'), :func:`which` ('all 3 models', 'both models',
-  'the one model', '2 of the 3 models (A and B)');
+  'the one model', '2 of the 3 models (A and B)'), :func:`capital` to start a sentence with one;
 - numbers: :func:`number` (fixed decimals, thousands separators), :func:`sig` (significant
   digits), :func:`signed` ('+0.21', '−0.10'), :func:`span` ('0.3', never '0.3 to 0.3'),
   :func:`percent`, :func:`pvalue` ('p = 0.042', 'p < 0.001').
@@ -194,6 +194,16 @@ def join(items: Iterable, *, conj: str = "and", empty: str = "none", limit: int 
     if not names:
         return empty
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + f" {conj} " + names[-1]
+
+
+def capital(text: str) -> str:
+    """``text`` with its first letter in capitals and the rest untouched (unlike
+    ``str.capitalize``, which lowercases model names).
+
+    >>> capital("both models"), capital("gpt-4o and Qwen3"), capital("")
+    ('Both models', 'Gpt-4o and Qwen3', '')
+    """
+    return text[:1].upper() + text[1:]
 
 
 def which(names: Iterable, of: int, word: str, plural: str | None = None) -> str:
