@@ -189,3 +189,28 @@ def test_chapter_runs_on_a_small_synthetic_source(tmp_path):
                         for o in c.get("outputs", []) for v in [o.get("text", ""), *o.get("data", {}).values()])
     assert "no: at chance" in outputs  # the yes-sayer is marked in the gate table the cells print
     assert "Traceback" not in text
+
+
+def _contrasts(sc, lc, beyond):
+    """A hidden table for one model from (estimate, ci_low, ci_high) of the three prompt contrasts."""
+    rows = [("self_critique - plain", sc), ("length_control - plain", lc), ("self_critique - length_control", beyond)]
+    return pd.DataFrame([{"model": "m", "contrast": c, "estimate": e, "ci_low": lo, "ci_high": hi}
+                         for c, (e, lo, hi) in rows])
+
+
+def test_damping_by_length_states_both_sizes_instead_of_as_much():
+    # the plain prompt of matched length damps twice as much as self-critique: never "as much"
+    text = hm.damping(_contrasts((-0.10, -0.15, -0.05), (-0.20, -0.25, -0.15), (0.12, 0.05, 0.2)), "m")
+    assert "as much" not in text
+    assert "reduces the perturbation by 20%, self-critique by 10%" in text
+    assert text.endswith("self-critique damps it less than the length-matched prompt")
+    alike = hm.damping(_contrasts((-0.12, -0.2, -0.04), (-0.11, -0.2, -0.02), (-0.01, -0.05, 0.03)), "m")
+    assert alike.endswith("by 11%, self-critique by 12%, and the data cannot tell the two apart")
+
+
+def test_probe_chance_sentence_agrees_with_one_model():
+    gate = pd.DataFrame({"model": ["local/a", "local/b"], "at_chance": [True, False]})
+    one = hm.probe_chance_sentence(gate, ["local/a"])
+    assert one.startswith("The one probed model answers the items at chance")
+    two = hm.probe_chance_sentence(gate, ["local/a", "local/b"])
+    assert two.startswith("1 of the 2 probed models (local/a) answers the items at chance")

@@ -135,3 +135,15 @@ def test_power_chapter_runs_on_a_synthetic_source(tmp_path):
     assert "planted · algebra" in decided and "supported" in decided
     assert "not supported" not in decided and "insufficient evidence" not in decided
     assert "Traceback" not in outputs and "NaN" not in outputs
+
+
+def test_verdict_paragraph_reads_right_for_a_single_panel():
+    from metacog.hypotheses.verdict import decide
+
+    one = decide("spar: claim", "excess", 0.01, -0.02, 0.04, line=0.0, direction="greater",
+                 n={"models": 5}, min_counts={"models": 3}, detectable=0.05, margin=0.02)
+    para = hv.verdict_paragraph([one], pd.DataFrame({"panel": ["spar"], "ruled_out_kappa": [np.nan]}))
+    assert "all 1 " not in para and "none of the 1 " not in para
+    assert para.startswith(("A self-signal beyond base rates shows in no panel; an excess of 0.02 τ-b or more "
+                            "is ruled out in no panel."))
+    assert "The evidence is insufficient in the one panel because the design could not detect" in para

@@ -135,4 +135,20 @@ def test_gate_sentence_for_one_model_at_chance_says_it_carries_no_signal():
     from metacog.pages.benchmark import gate_sentence
 
     s = gate_sentence(pd.DataFrame({"model": ["local/x"], "carries_signal": [False]}))
-    assert "carry no signal" in s
+    assert "carry no signal" in s and s.startswith("The answers of x (the only model judged here) carry no")
+    two = gate_sentence(pd.DataFrame({"model": ["local/x", "local/y"], "carries_signal": [False, False]}))
+    assert two.startswith("The answers of neither model carry signal")
+    three = gate_sentence(pd.DataFrame({"model": list("abc"), "carries_signal": [False] * 3}))
+    assert three.startswith("The answers of none of the 3 models carry signal")
+
+
+def test_audit_verdict_paragraph_names_every_model_without_truncation():
+    from metacog.hypotheses.verdict import SUPPORTED, Verdict
+    from metacog.pages.audit import verdict_paragraph
+
+    names = [f"model-{i} under C{j}" for i in range(4) for j in range(3)]
+    vs = [Verdict(claim=f"{n}: overconfident", statistic="gap", estimate=0.2, ci_low=0.1, ci_high=0.3,
+                  n={}, status=SUPPORTED, reason="", line=0.0) for n in names]
+    text = verdict_paragraph(vs)
+    assert "more" not in text and all(n in text for n in names)
+    assert text.startswith("The first-token P(Yes) tells true from false items for no model;")

@@ -285,15 +285,15 @@ def test_spar_temperature_sentence_follows_the_numbers():
     text = dp.spar_temperature_sentence(temperature_check())
     assert text.startswith("2 models (m1, m2) have a usable game at both temperatures")
     assert "mixes temperature with wording" in text
-    assert "share answered changes by between +0.40 and +0.40; the two intervals are disjoint for both models" in text
-    assert "AUROC of the decision changes by between +0.01 and +0.01; the two intervals are disjoint for neither" in text
+    assert "share answered changes by the same +0.40 in every model; the two intervals are disjoint for both models" in text
+    assert "AUROC of the decision changes by the same +0.01 in every model; the two intervals are disjoint for neither" in text
     assert "same decision on 70% to 80%" in text and "changes how often a model answers" in text
     close = dp.spar_temperature_sentence(temperature_check(rate1=0.52, wordings=("w1", "w1")))
     assert "share one wording" in close and "resolve no change in either" in close
     apart = dp.spar_temperature_sentence(temperature_check(auroc1=0.75))
     assert "are not one measurement" in apart and "\u22120" not in apart
     lower = dp.spar_temperature_sentence(temperature_check(rate1=0.3))
-    assert "changes by between \u22120.20 and \u22120.20" in lower
+    assert "changes by the same \u22120.20 in every model" in lower and "between" not in lower
     assert dp.spar_temperature_sentence(temperature_check().iloc[:0]).startswith("No model")
 
 

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from metacog.hypotheses.common import short_model as short
-from metacog.tidy.report import fmt_list, fmt_num, fmt_range
+from metacog.tidy.phrasing import capital, join, percent, verb, which
+from metacog.tidy.report import fmt_num, fmt_range
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, decide
 
 #: "As stable": OCW and CC displacement within this relative distance of each other.
@@ -70,7 +71,7 @@ def sweep_sentence(studies: dict, *, n_boot: int = 2000, seed: int = 0) -> str:
         r = st.sweep_linearity(n_boot=n_boot, seed=seed).iloc[0]
         parts.append(f"{fmt_ci(r.estimate, r.ci_low, r.ci_high, digits=1, pct=True)} for {short(m)} "
                      f"({fmt_count(r.prompts, 'prompt')} at {fmt_count(r.sigmas, 'noise level')})")
-    return fmt_list(parts)
+    return join(parts)
 
 
 def probe_chance_sentence(gate_table: pd.DataFrame | None, models) -> str:
@@ -80,7 +81,7 @@ def probe_chance_sentence(gate_table: pd.DataFrame | None, models) -> str:
     at = [m for m in models if gate_table.loc[gate_table["model"].map(short) == short(m), "at_chance"].all()]
     if not at:
         return "Every probed model answers above chance, so its CC and OCW items differ in knowledge."
-    return (f"{fmt_list(at, len(list(models)), noun='probed models').capitalize()} answer the items at "
+    return (f"{capital(which(at, len(list(models)), 'probed model'))} {verb(len(at), 'answers', 'answer')} the items at "
             f"chance (see the gate above): their confident hits and confident errors are confident "
             f"guesses that happen to match the label or not, so for them the OCW-against-CC contrast "
             f"is null by construction and says nothing about paper 2's claim.")
@@ -102,7 +103,11 @@ def damping(table: pd.DataFrame, model: str) -> str:
     if beyond["ci_high"] < 0:
         return "self-critique damps the perturbation by more than its length alone"
     if lc["ci_high"] < 0:
-        return "the damping is a matter of prompt length: a length-matched plain prompt damps as much"
+        how = ("the data cannot tell the two apart" if not beyond["ci_low"] > 0
+               else "self-critique damps it less than the length-matched prompt")
+        return (f"the damping is a matter of prompt length: a length-matched plain prompt reduces the "
+                f"perturbation by {percent(-lc['estimate'])}, self-critique by {percent(-sc['estimate'])}, "
+                f"and {how}")
     return "self-critique damps the perturbation, but the data cannot tell it from its length"
 
 

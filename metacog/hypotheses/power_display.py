@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from metacog.tidy.report import fmt_count, fmt_list, fmt_num, fmt_p, fmt_p_eq, fmt_range
+from metacog.tidy.phrasing import which
+from metacog.tidy.report import fmt_count, fmt_num, fmt_p, fmt_p_eq, fmt_range
 
 
 def _f(x) -> bool:
@@ -179,13 +180,13 @@ def verdict_paragraph(verdicts: list, power_table: pd.DataFrame, *, margin: floa
     weak = [p for p, v in zip(name, verdicts) if v.status == INSUFFICIENT and v.detectable is not None
             and v.detectable > margin]
     other = [p for p, v in zip(name, verdicts) if v.status == INSUFFICIENT and p not in weak]
-    parts = [f"A self-signal beyond base rates shows in {fmt_list(sup, n, noun='panels')}; "
-             f"{fmt_list(nos, n, noun='panels')} rule out an excess of {margin:g} τ-b or more."]
+    parts = [f"A self-signal beyond base rates shows in {which(sup, n, 'panel')}; "
+             f"an excess of {margin:g} τ-b or more is ruled out in {which(nos, n, 'panel')}."]
     if weak:
-        parts.append(f"The evidence is insufficient in {fmt_list(weak, n, noun='panels')} because the design "
+        parts.append(f"The evidence is insufficient in {which(weak, n, 'panel')} because the design "
                      f"could not detect an excess of {margin:g}: a null there is not evidence of absence.")
     if other:
-        parts.append(f"In {fmt_list(other, n, noun='panels')} the interval is too wide or the panel too small "
+        parts.append(f"In {which(other, n, 'panel')} the interval is too wide or the panel too small "
                      f"to decide.")
     ruled = [f"{r['panel']} rules out κ above {fmt_num(r['ruled_out_kappa'], 2)} (a latent "
              f"self-minus-other gap of {fmt_num(r['ruled_out_gap'], 2)})"

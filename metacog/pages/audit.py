@@ -227,16 +227,16 @@ def reliability(responses: pd.DataFrame, policy: str, *, n_bins: int = 10,
 def verdict_paragraph(verdicts: list[Verdict]) -> str:
     """The audit page's closing sentence: which models' P(Yes) holds knowledge, whose stated
     confidence tracks correctness, and who is overconfident."""
-    from metacog.tidy.report import fmt_list
+    from metacog.tidy.phrasing import join
     from metacog.hypotheses.verdict import SUPPORTED
 
     def who(word):
-        return sorted({v.claim.split(":")[0] for v in verdicts if word in v.claim and v.status == SUPPORTED})
+        return join(sorted({v.claim.split(":")[0] for v in verdicts if word in v.claim and v.status == SUPPORTED}),
+                    empty="no model")
 
-    know, track, over = who("P(Yes)"), who("stated confidence"), who("overconfident")
-    return (f"The first-token P(Yes) tells true from false items for {fmt_list(know)}; stated "
-            f"confidence tracks correctness for {fmt_list(track)}; overconfidence is established for "
-            f"{fmt_list(over)}.")
+    return (f"The first-token P(Yes) tells true from false items for {who('P(Yes)')}; stated "
+            f"confidence tracks correctness for {who('stated confidence')}; overconfidence is "
+            f"established for {who('overconfident')}.")
 
 
 def knowledge_by_policy(scores: pd.DataFrame):

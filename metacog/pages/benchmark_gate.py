@@ -15,17 +15,18 @@ import pandas as pd
 
 from metacog.hypotheses.adequacy import MIN_CORRECT, MIN_PARSE, adequacy
 from metacog.hypotheses.common import short_model
-from metacog.tidy.report import fmt_ci, fmt_count, fmt_list, fmt_num, pretty
+from metacog.tidy import phrasing
+from metacog.tidy.report import fmt_ci, fmt_count, fmt_num, pretty
 
 #: The verdict reason of a model whose answers fail the gate starts with this.
 GATE_FAILED = "its answers fail the adequacy gate"
 
 
 def which(names: list[str], n: int) -> str:
-    """fmt_list over ``n`` models, reading well for a single model too."""
+    """Which of ``n`` models ``names`` are, reading well for a single model too."""
     if n == 1:
         return names[0] if names else "no model (the page judges only one)"
-    return fmt_list(names, n, noun="models")
+    return phrasing.which(names, n, "model")
 
 
 def model_gate(responses: pd.DataFrame, probe: str = "answer_no_context", *, chance=None, items=None,
@@ -95,17 +96,19 @@ def gate_sentence(gate: pd.DataFrame, what: str = "answers") -> str:
     out = ("; every model stays in the tables, marked, and out of every metacognitive claim below, "
            "since a judgment of knowledge that is not there says nothing.")
     if not good:
-        who = ("the one model judged here carry no" if n == 1 else f"none of the {fmt_count(n, 'model')} carry")
+        only = short_model(gate["model"].iloc[0])
+        who = (f"{only} (the only model judged here) carry no" if n == 1
+               else f"{phrasing.which([], n, 'model')} carry")
         return f"The {what} of {who} signal that clears the gate ({_rules(gate)})" + out
     s = f"The {what} of {which(good, n)} carry signal that clears the gate ({_rules(gate)})."
     if "chance_known" in gate.columns:
         free = [short_model(m) for m in gate.loc[gate["carries_signal"] & ~gate["chance_known"].astype(bool), "model"]]
         if free:
-            s += (f" For {fmt_list(free)} no chance level is known (free answers), so "
-                  f"{'it passes' if len(free) == 1 else 'they pass'} on the counts alone.")
+            s += (f" For {phrasing.join(free)} no chance level is known (free answers), so "
+                  f"{phrasing.verb(len(free), 'it passes', 'they pass')} on the counts alone.")
     if bad:
-        s += (f" {fmt_list(bad)} {'does' if len(bad) == 1 else 'do'} not: "
-              f"{'it stays' if len(bad) == 1 else 'they stay'} in the tables, marked, and out of "
+        s += (f" {phrasing.join(bad)} {phrasing.verb(len(bad), 'does', 'do')} not: "
+              f"{phrasing.verb(len(bad), 'it stays', 'they stay')} in the tables, marked, and out of "
               f"every metacognitive claim below, since a judgment of knowledge that is not there "
               f"says nothing.")
     return s

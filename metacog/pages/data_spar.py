@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from metacog.tidy import phrasing
 from metacog.tidy.report import fmt_ci, fmt_count, fmt_list
 
 #: SPAR's four kinds of judgment (probe -> the chapter's label), in the chapter's order.
@@ -99,8 +100,9 @@ def _overlap(part: pd.DataFrame) -> bool:
     return a["ci_low"] <= b["ci_high"] and b["ci_low"] <= a["ci_high"]
 
 
-def _signed(x: float) -> str:
-    return f"{x:+.2f}".replace("-", "\u2212")
+def _between(low: str, high: str) -> str:
+    """'between −0.10 and +0.21', or 'the same +0.05 in every model' when the ends print alike."""
+    return f"the same {low} in every model" if low == high else f"between {low} and {high}"
 
 
 def spar_temperature_sentence(check: pd.DataFrame) -> str:
@@ -114,7 +116,7 @@ def spar_temperature_sentence(check: pd.DataFrame) -> str:
     pairs = check.dropna(subset=["temperature"])
     differ = [m for m, g in pairs.groupby("model") if g.drop_duplicates("temperature")["wording"].nunique() > 1]
     text = [f"{fmt_count(len(models), 'model')} ({', '.join(models)}) "
-            f"{'has' if len(models) == 1 else 'have'} a usable game at both temperatures; "
+            f"{phrasing.verb(len(models), 'has', 'have')} a usable game at both temperatures; "
             + (f"for {fmt_list(differ, of=len(models), noun='models')} the two runs also differ in "
                "wording, so the comparison mixes temperature with wording. " if differ else
                "each model's two runs share one wording. ")]
@@ -127,13 +129,14 @@ def spar_temperature_sentence(check: pd.DataFrame) -> str:
         delta = [float(g.sort_values("temperature")["estimate"].diff().iloc[-1]) for g in by.values()]
         apart = [m for m, g in by.items() if not _overlap(g)]
         moved[stat] = bool(apart)
-        text.append(f"From temperature 0 to 1 {label} changes by between {_signed(min(delta))} and "
-                    f"{_signed(max(delta))}; the two intervals are disjoint for "
+        text.append(f"From temperature 0 to 1 {label} changes by "
+                    f"{_between(phrasing.signed(min(delta)), phrasing.signed(max(delta)))}; the two intervals are disjoint for "
                     f"{fmt_list(apart, of=len(by), noun='models')}. ")
     agree = check[check["statistic"] == "agreement"]
     if len(agree):
-        text.append(f"The two runs make the same decision on {agree['estimate'].min():.0%} to "
-                    f"{agree['estimate'].max():.0%} of the items. ")
+        text.append(f"The two runs make the same decision on "
+                    f"{phrasing.span(agree['estimate'].min(), agree['estimate'].max(), fmt=phrasing.percent)} "
+                    f"of the items. ")
     if moved.get("answer_rate") and not moved.get("auroc"):
         text.append("So the protocol changes how often a model answers, while these intervals "
                     "resolve no change in how well its decisions separate its right answers from its "
