@@ -78,7 +78,7 @@ def test_pretty_headers_rounding_missing_and_index():
     assert isinstance(t, PrettyTable)
     assert list(t.columns) == ["share Yes", "AUROC of P(Yes)", "mean τ-b", "% of pairs significant",
                                "items", "p", "carries signal", "some new thing"]
-    assert t["items"].tolist() == ["1000", "132"]  # no "1000.000000"
+    assert t["items"].tolist() == ["1,000", "132"]  # no "1000.000000"
     assert t["share Yes"].tolist() == ["0.512", "–"]
     assert t["mean τ-b"].tolist() == [f"{MINUS}0.021", "0.000"]
     assert t["p"].tolist() == ["< 0.001", "0.200"]
@@ -86,7 +86,7 @@ def test_pretty_headers_rounding_missing_and_index():
     html = t._repr_html_()
     assert "<th" in html and ">0<" not in html and "share Yes" in html and "row_heading" not in html
     named = pretty(df.set_index("n_items"))
-    assert named.columns[0] == "items" and named["items"].tolist() == ["1000", "132"]
+    assert named.columns[0] == "items" and named["items"].tolist() == ["1,000", "132"]
     by_model = pretty(pd.DataFrame({"acc": [0.5]}, index=["smollm"]))
     assert by_model.iloc[0, 0] == "smollm"
     assert pretty(df, names={"share_yes": "Yes rate"}).columns[0] == "Yes rate"

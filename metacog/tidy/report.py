@@ -180,7 +180,7 @@ def _fmt_float_col(col: pd.Series, digits: int, name: str) -> pd.Series:
     else:
         big = np.abs(fin).max() if fin.size else 0.0
         d = digits if big < 1 else max(0, digits - int(math.floor(math.log10(big))))
-    sep = "," if fin.size and np.abs(fin).max() >= 10_000 else ""
+    sep = "," if fin.size and np.abs(fin).max() >= 1_000 else ""
     out = []
     for v in vals:
         if not np.isfinite(v):
@@ -223,7 +223,7 @@ def pretty(df: pd.DataFrame, *, digits: int = 3, names: dict | None = None) -> P
         elif _is_p_col(c) and pd.api.types.is_numeric_dtype(col):
             out[c] = col.map(lambda v: "–" if _missing(v) else fmt_p(v))
         elif pd.api.types.is_integer_dtype(col):
-            sep = "," if col.notna().any() and col.abs().max() >= 10_000 else ""
+            sep = "," if col.notna().any() and col.abs().max() >= 1_000 else ""
             out[c] = col.map(lambda v: "–" if _missing(v) else f"{int(v):{sep}d}".replace("-", MINUS))
         elif pd.api.types.is_float_dtype(col):
             out[c] = _fmt_float_col(col, digits, c)
