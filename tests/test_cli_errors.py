@@ -188,3 +188,22 @@ def test_data_verify_of_a_corrupt_copy_says_which_file_and_what_to_do(tmp_path, 
     bad = cli("data", "--verify", "math500", env={"METACOG_DATA_MIRROR": str(tmp_path / "mirror"),
                                                    "METACOG_CACHE_DIR": str(tmp_path / "cache")})
     one_line_exit_2(bad, "math500.jsonl", "sha256", "Delete it and fetch again")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["nonexistent_run"], ["unknown run", "nonexistent_run", "audit_300"]),
+    (["--models", "nope", "audit_300"], ["--models", "nope", "provider prefix"]),
+])
+def test_collect_refuses_bad_runs_and_models_before_asking(args, words):
+    one_line_exit_2(cli("collect", *args), "metacog collect", *words)
+
+
+def test_collect_cache_under_a_file(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    one_line_exit_2(cli("collect", "--cache", str(blocker / "c"), "audit_300"), "--cache", "a_file")
+
+
+def test_collect_outside_the_project_names_the_runs_file(tmp_path):
+    env = {"METACOG_RESPONSES_DIR": str(tmp_path / "nowhere")}
+    one_line_exit_2(cli("collect", "audit_300", cwd=tmp_path, env=env), "runs.yml", "METACOG_RESPONSES_DIR")

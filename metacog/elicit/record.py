@@ -116,15 +116,46 @@ def gather(name: str, *, models=None, n_items: int | None = None, probes=None, s
     return out
 
 
+def _check(names: list[str], models: list[str] | None, cache) -> list[str]:
+    """Every problem with a ``metacog collect`` call that can be seen before anything is asked:
+    the runs file, the run names, model ids and the cache folder. Raises ValueError (one line)."""
+    from metacog.paths import writable_folder
+
+    path = recorded.RESPONSES / "runs.yml"
+    if not path.exists():
+        raise ValueError(f"no runs file at {path}; run `metacog collect` in the project folder "
+                         f"(it reads data/responses/runs.yml) or set METACOG_RESPONSES_DIR to the "
+                         f"folder that holds runs.yml.")
+    declared = runs()
+    unknown = [n for n in names if n not in declared]
+    if unknown:
+        raise ValueError(f"unknown run(s) {unknown}; {path.name} declares {sorted(declared)}.")
+    known = {m for n in (names or declared) for m in declared[n].models}
+    bare = [m for m in models or [] if "/" not in m and m not in known]
+    if bare:
+        raise ValueError(f"--models: {bare} have no provider prefix and are not models of the run(s); "
+                         f"use litellm ids such as 'openai/<name>' or 'local/<name>'.")
+    if cache is not None:
+        writable_folder(cache, "--cache")
+    return names or list(declared)
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
+    import sys
 
     p = argparse.ArgumentParser(prog="metacog collect", description=__doc__)
     p.add_argument("runs", nargs="*", help="runs to record (default: every run in runs.yml)")
     p.add_argument("--models", help="only these models (comma-separated)")
     p.add_argument("--cache", help="response cache folder (default: the user cache)")
     args = p.parse_args(argv)
-    for name in args.runs or list(runs()):
-        df = collect(name, cache=args.cache, models=args.models.split(",") if args.models else None)
+    models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
+    try:
+        names = _check(list(args.runs), models, args.cache)
+    except ValueError as exc:  # bad input, seen before anything is asked
+        print(f"metacog collect: {exc}", file=sys.stderr)
+        return 2
+    for name in names:
+        df = collect(name, cache=args.cache, models=models)
         print(f"{name}: {len(df)} rows -> {recorded.RESPONSES / (name + '.parquet')}", flush=True)
     return 0
