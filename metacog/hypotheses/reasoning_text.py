@@ -33,6 +33,14 @@ def split_source(source: str) -> tuple[str, str | None]:
     return (base, probe) if sep and "/" not in probe else (str(source), None)
 
 
+def shown_source(source: str) -> str:
+    """A source as the page names it: a file by its file name only, with its ':probe' if given."""
+    from metacog.data.responses import source_name
+
+    base, probe = split_source(source)
+    return source_name(base) + (f":{probe}" if probe else "")
+
+
 def gate_models(full: pd.DataFrame, probe: str, *, min_conformance: float = 0.8) -> tuple[list, pd.DataFrame]:
     """The models of ``full`` that follow the format (:func:`metacog.tidy.tables.conforming_models`)
     and whose answers scored against ``probe`` carry signal (:func:`metacog.hypotheses.adequacy.adequacy`).
@@ -60,13 +68,18 @@ def rows_for(source: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str
 
     base, probe = split_source(source)
     full = load_responses(base)
+    name = shown_source(source)
+    if "reasoning_text" not in full or full["reasoning_text"].isna().all():
+        return None, None, (f"{name} has no reasoning text (its reasoning_text column is empty or "
+                            f"absent), so there is nothing for the probe to read")
     if probe is None:
         probes = sorted(map(str, full["probe"].dropna().unique()))
         if len(probes) != 1:
-            return None, None, f"{source} names no probe; write it as '{base}:<probe>' (its probes: {', '.join(probes)})"
+            return None, None, (f"{name} holds several probes ({fmt_list(probes)}) and names none; "
+                                f"give it as '{shown_source(base)}:<probe>'")
         probe = probes[0]
-    if "reasoning_text" not in full or full.loc[full["probe"] == probe, "reasoning_text"].isna().all():
-        return None, None, f"{source} has no reasoning text, so there is nothing for the probe to read"
+    if full.loc[full["probe"] == probe, "reasoning_text"].isna().all():
+        return None, None, f"{name} has no reasoning text, so there is nothing for the probe to read"
     rows = full[(full["probe"] == probe)].dropna(subset=["reasoning_text", "correct"])
     return full, rows[rows["reasoning_text"].astype(str).str.strip() != ""], ""
 
@@ -107,12 +120,13 @@ def analyse(sources, *, answer: bool = False, min_conformance: float = 0.8, cv: 
     column, 'models': {source: (kept, all)}, 'skipped': {source: why}, 'coef': {source: Series},
     'rows': {source: the pooled rows}}. ``gate=False`` pools every model (for comparison only)."""
     res = {"table": [], "models": {}, "skipped": {}, "coef": {}, "rows": {}}
-    for src in sources:
-        full, rows, why = rows_for(src) if not answer else (None, None, "")
+    for given in sources:
+        src = shown_source(given)  # what the page calls it: a file by its name only
+        full, rows, why = rows_for(given) if not answer else (None, None, "")
         if answer:
             from metacog.data import load_responses
 
-            base, probe = split_source(src)
+            base, probe = split_source(given)
             full = load_responses(base)
             att = full[full["probe"] == (probe or "answer_no_context")][["model", "item_id", "raw_text", "correct"]]
             jud = full[full["probe"] == "prospective"][["model", "item_id", *[c for c in JUDGMENTS if c in full]]]

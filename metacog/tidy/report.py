@@ -118,6 +118,11 @@ def fmt_list(names, of: int | None = None, *, noun: str = "", max_names: int = 6
     if len(names) > of:
         raise ValueError(f"fmt_list: {len(names)} names but of={of}; 'of' is the size of the whole group.")
     group = f"{of} {noun}".strip()
+    if of == 1:  # never "all 1 panels" or "none of the 1 sources"
+        one = noun[:-1] if noun.endswith("s") else noun
+        if not one:
+            return names[0] if names else "none"
+        return f"the one {one} ({names[0]})" if names else f"no {one}"
     if of and len(names) == of:
         return f"both {noun}".strip() if of == 2 else f"all {group}"
     if not names:
