@@ -283,7 +283,7 @@ def tables(panelset, *, formal_domains=FORMAL, reasoning_models=(), n_boot: int 
             first = [c for c in ("panel", "source", "benchmark", "probe", "timing") if c in t]
             out[k] = t[first + [c for c in t.columns if c not in first]]
         else:
-            out[k] = pd.DataFrame(columns=["panel", *_EMPTY[k]])
+            out[k] = pd.DataFrame(columns=["panel", "source", "benchmark", "probe", "timing", *_EMPTY[k]])
     out["notes"] = pd.DataFrame(notes, columns=["panel", "source", "benchmark", "probe", "timing", "note"])
     return out
 

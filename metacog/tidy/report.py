@@ -3,7 +3,7 @@
 Prose: :func:`fmt_p` (bare p-value), :func:`fmt_p_eq` ("p = 0.042" / "p < 0.001"),
 :func:`fmt_num`, :func:`fmt_ci`, :func:`fmt_range`, :func:`fmt_signed`, :func:`fmt_list`,
 :func:`fmt_count`. Tables: :func:`pretty` (readable headers, sensible rounding, no bare
-0..n-1 index). Negative numbers use the typographic minus sign (U+2212); missing values
+0..n-1 index), :func:`pretty_or` (a sentence instead of an empty table). Negative numbers use the typographic minus sign (U+2212); missing values
 read "n/a" in prose and "–" in tables.
 """
 
@@ -201,6 +201,16 @@ def _fmt_float_col(col: pd.Series, digits: int, name: str) -> pd.Series:
 def _is_p_col(name) -> bool:
     s = str(name)
     return s in ("p", "p_value", "pvalue") or s.startswith("p_value") or s.endswith("_p") or s.startswith("p_perm")
+
+
+def pretty_or(df: pd.DataFrame, why: str, *, digits: int = 3, names: dict | None = None):
+    """:func:`pretty` of ``df`` when it has rows; otherwise ``why`` (one sentence saying why there
+    is nothing to show) as Markdown, so a page never publishes an empty table."""
+    if df is not None and len(df):
+        return pretty(df, digits=digits, names=names)
+    from IPython.display import Markdown
+
+    return Markdown(why)
 
 
 def pretty(df: pd.DataFrame, *, digits: int = 3, names: dict | None = None) -> PrettyTable:
