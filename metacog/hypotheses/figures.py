@@ -45,12 +45,12 @@ def has_data(fig) -> bool:
     return False
 
 
-def glue_figure(key: str, fig, caption: str, *, empty: str | None = None) -> bool:
+def glue_figure(key: str, fig, caption: str, *, empty: str | None = None) -> None:
     """Glue ``fig`` as ``key`` and ``caption`` as ``key + '_caption'`` (a page's
     ``{glue:figure}`` shows the first, captioned with ``{glue:text}`` of the second), then close
     the figure. A figure without data (:func:`has_data`) is not published: the figure slot stays
     empty and the caption is one sentence saying why (``empty``, else the figure's own message,
-    else a generic one). Returns whether the figure was published."""
+    else a generic one)."""
     from IPython.display import Markdown
     from myst_nb import glue
 
@@ -59,12 +59,11 @@ def glue_figure(key: str, fig, caption: str, *, empty: str | None = None) -> boo
     if drawn:
         glue(key, fig, display=False)
     else:
-        glue(key, Markdown(""), display=False)
+        glue(key, Markdown("\u00a0"), display=False)  # an empty slot: the caption says why
     glue(f"{key}_caption", caption if drawn else why.rstrip(".") + ", so nothing is drawn here.",
          display=False)
     if fig is not None:
         plt.close(fig)
-    return drawn
 
 
 def heatmap(matrix: pd.DataFrame, order: list, *, title: str, label: str, cmap: str = "viridis",

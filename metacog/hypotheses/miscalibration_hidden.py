@@ -80,10 +80,16 @@ def probe_chance_sentence(gate_table: pd.DataFrame | None, models) -> str:
     at = [m for m in models if gate_table.loc[gate_table["model"].map(short) == short(m), "at_chance"].all()]
     if not at:
         return "Every probed model answers above chance, so its CC and OCW items differ in knowledge."
-    return (f"{fmt_list(at, len(list(models)), noun='probed models').capitalize()} answer the items at "
-            f"chance (see the gate above): their confident hits and confident errors are confident "
-            f"guesses that happen to match the label or not, so for them the OCW-against-CC contrast "
-            f"is null by construction and says nothing about paper 2's claim.")
+    accs = fmt_list([f"{short(m)} {fmt_num(a, pct=True)} correct"
+                     for m, a in zip(gate_table["model"], gate_table["accuracy"])
+                     if short(m) in {short(x) for x in at}])
+    who = fmt_list(at, len(list(models)), noun='probed models')
+    many = len(at) > 1
+    return (f"{who[0].upper() + who[1:]} {'answer' if many else 'answers'} the probed items at chance "
+            f"by the adequacy gate ({accs}): {'their' if many else 'its'} confident hits and confident "
+            f"errors are confident guesses that happen to match the label or not, so for "
+            f"{'them' if many else 'it'} the OCW-against-CC contrast is null by construction and says "
+            f"nothing about paper 2's claim.")
 
 
 def _row(table: pd.DataFrame, model: str, contrast: str) -> pd.Series:

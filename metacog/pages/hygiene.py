@@ -73,7 +73,7 @@ CHECKS: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
 ]
 SNAKE = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")
 
-_QUOTED = r"(?:'[^'\n]{0,80}'|\"[^\"\n]{0,80}\")"
+_QUOTED = r"'[^'\n]{0,80}'"  # Python's repr quotes strings with ' (JSON and YAML lists use ")
 #: Checks for pages run on data the book was not written against (``strict=True``).
 STRICT_CHECKS: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
     ("repr", re.compile(rf"\[{_QUOTED}(?:,\s*{_QUOTED})*\]"), ("prose", "output")),
@@ -95,8 +95,10 @@ SOURCE_NAMES: dict[str, tuple[str, ...]] = {
     r"\bSciCode\b": ("scicode",),
 }
 _COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8}
-_EXEMPT = re.compile(r"\bdefault", re.I)
-_PAPER = re.compile(r"\bpaper [12]\b[^.]{0,30}$", re.I)  # "paper 1: SQuAD", paper 1's own benchmarks
+#: A sentence that says where its data come from when they are not the run's: a parameter's
+#: default, or the book's own recorded data (the local panel).
+_EXEMPT = re.compile(r"\bdefault|\bthe book's\b|\blocal panel\b", re.I)
+_PAPER = re.compile(r"\bpaper [12]\b[^.]{0,110}$", re.I)  # "paper 1: SQuAD", paper 1's own benchmarks
 
 
 class _Visible(HTMLParser):
@@ -206,10 +208,21 @@ def _sentence(text: str, start: int, end: int) -> str:
     return text[a:min(stops) if stops else len(text)]
 
 
-def _without_references(html: str) -> str:
-    """The page up to its references section (a bibliography names datasets it cites)."""
-    m = re.search(r'<section[^>]*id="references"', html)
-    return html[:m.start()] if m else html
+def without_sections(html: str, ids=("references",)) -> str:
+    """``html`` with each ``<section id=...>`` of ``ids`` cut out, nested sections and all (the
+    references name the datasets they cite; a chapter's exercises may be scanned apart)."""
+    for sid in ids:
+        m = re.search(rf'<section\b[^>]*\bid="{re.escape(sid)}"', html)
+        if not m:
+            continue
+        depth, pos = 0, len(html)
+        for t in re.finditer(r"<section\b|</section>", html[m.start():]):
+            depth += 1 if t.group(0) != "</section>" else -1
+            if depth == 0:
+                pos = m.start() + t.end()
+                break
+        html = html[:m.start()] + html[pos:]
+    return html
 
 
 def source_findings(text: str, sources, model_counts=()) -> list[tuple[str, str]]:
@@ -223,7 +236,7 @@ def source_findings(text: str, sources, model_counts=()) -> list[tuple[str, str]
             continue
         for m in re.finditer(pattern, text):
             if not (_EXEMPT.search(_sentence(text, m.start(), m.end()))
-                    or _PAPER.search(text[max(0, m.start() - 40):m.start()])):
+                    or _PAPER.search(text[max(0, m.start() - 120):m.start()])):
                 out.append(("source not given", _excerpt(text, m.start(), m.end())))
     for m in re.finditer(r"\ball (two|three|four|five|six|seven|eight|\d+) sources\b", text):
         word = m.group(1)
@@ -238,20 +251,31 @@ def source_findings(text: str, sources, model_counts=()) -> list[tuple[str, str]
 
 
 def scan_page(html: str, page: str = "", *, strict: bool = False, sources=None,
-              model_counts=()) -> pd.DataFrame:
+              model_counts=(), skip_sections=()) -> pd.DataFrame:
     """The findings on one page's HTML: columns page, problem, excerpt. ``strict`` adds
     :data:`STRICT_CHECKS`, bare indexes and empty tables; ``sources`` (the run's sources) adds
-    the ``source not given`` check (:func:`source_findings`)."""
+    the ``source not given`` check (:func:`source_findings`), on the page without its
+    references; ``skip_sections`` are section ids left out of every check."""
+    html = without_sections(html, tuple(skip_sections) + (("references",) if sources is not None else ()))
     p = _Visible()
-    p.feed(_without_references(html) if sources is not None else html)
+    p.feed(html)
     p.close()
     rows = []
     checks = CHECKS + (STRICT_CHECKS if strict else [])
-    for region, text in p.blocks:
+    prose = []  # running prose with its inline code, so a sentence is read whole
+    for region, text in p.blocks + [["end", ""]]:
         for problem, rx, where in checks:
             if region in where:
                 rows += [(page, problem, _excerpt(text, m.start(), m.end())) for m in rx.finditer(text)]
-        if sources is not None and region in ("prose", "output"):
+        if sources is None:
+            continue
+        if region in ("prose", "example"):
+            prose.append(text)
+            continue
+        if prose:
+            rows += [(page, problem, ex) for problem, ex in source_findings("".join(prose), sources, model_counts)]
+            prose = []
+        if region == "output":
             rows += [(page, problem, ex) for problem, ex in source_findings(text, sources, model_counts)]
     rows += [(page, "raw header", h) for h in p.headers if SNAKE.match(h)]
     if strict:
@@ -303,10 +327,10 @@ def _image_findings(html: str, page_file: Path, root: Path) -> list[tuple[str, s
     return out
 
 
-def scan_html(folder, *, strict: bool = False, sources=None, model_counts=()) -> pd.DataFrame:
+def scan_html(folder, *, strict: bool = False, sources=None, model_counts=(), skip_sections=()) -> pd.DataFrame:
     """Every finding in the built book under ``folder`` (the folder with index.html):
     one row per occurrence, columns page (path relative to the folder), problem, excerpt.
-    ``strict``, ``sources`` and ``model_counts`` as in :func:`scan_page`; ``strict`` also opens
+    ``strict``, ``sources``, ``model_counts`` and ``skip_sections`` as in :func:`scan_page`; ``strict`` also opens
     every PNG figure (:func:`figure_is_empty`)."""
     root = Path(folder)
     if not root.is_dir():
@@ -316,9 +340,10 @@ def scan_html(folder, *, strict: bool = False, sources=None, model_counts=()) ->
     for f in pages(root):
         html = f.read_text(errors="replace")
         found.append(scan_page(html, str(f.relative_to(root)), strict=strict, sources=sources,
-                               model_counts=model_counts))
+                               model_counts=model_counts, skip_sections=skip_sections))
         if strict:
-            found.append(pd.DataFrame(_image_findings(html, f, root), columns=["page", "problem", "excerpt"]))
+            found.append(pd.DataFrame(_image_findings(without_sections(html, tuple(skip_sections)), f, root),
+                                      columns=["page", "problem", "excerpt"]))
     found = [f for f in found if not f.empty]
     if not found:
         return pd.DataFrame(columns=["page", "problem", "excerpt"])

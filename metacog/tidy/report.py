@@ -203,6 +203,30 @@ def _is_p_col(name) -> bool:
     return s in ("p", "p_value", "pvalue") or s.startswith("p_value") or s.endswith("_p") or s.startswith("p_perm")
 
 
+def quantities(summary: pd.DataFrame, digits: int = 3) -> PrettyTable:
+    """A two-column (quantity, value) summary for a page with each value formatted on its own:
+    whole numbers as integers with thousands separators, other numbers with ``digits`` decimals
+    (a shared column format would round 0.626 and 1,000 alike), booleans as yes/no, a vector as
+    '(−0.25, 0.90)', missing as '–' — never a float's or a list's repr."""
+    def one(v):
+        if isinstance(v, str):
+            return v
+        if isinstance(v, (bool, np.bool_)):
+            return "yes" if v else "no"
+        if isinstance(v, (list, tuple, np.ndarray)):
+            return "(" + ", ".join(one(x) for x in v) + ")"
+        if _missing(v):
+            return "–"
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            return str(v)
+        return f"{int(x):,}".replace("-", MINUS) if x == int(x) else fmt_num(x, digits)
+
+    return PrettyTable({"quantity": summary["quantity"].astype(str).str.replace("_", " "),
+                        "value": [one(v) for v in summary["value"]]})
+
+
 def pretty_or(df: pd.DataFrame, why: str, *, digits: int = 3, names: dict | None = None):
     """:func:`pretty` of ``df`` when it has rows; otherwise ``why`` (one sentence saying why there
     is nothing to show) as Markdown, so a page never publishes an empty table."""
