@@ -27,6 +27,16 @@ def _message(text: str):
     return fig
 
 
+def _reference_line(line) -> bool:
+    """A line drawn by ``axhline``/``axvline``: two points spanning the axes (0 to 1 in axes
+    coordinates) along one axis, constant along the other."""
+    xy = np.asarray(line.get_xydata(), dtype=float)
+    if xy.shape != (2, 2):
+        return False
+    x, y = xy[:, 0], xy[:, 1]
+    return bool((x[0] == x[1] and list(y) == [0.0, 1.0]) or (y[0] == y[1] and list(x) == [0.0, 1.0]))
+
+
 def has_data(fig) -> bool:
     """Whether ``fig`` draws any data: a line in data coordinates, a non-empty collection
     (points, error bars, a heat map's mesh), an image or a bar. Reference lines (``axhline``,
@@ -37,7 +47,7 @@ def has_data(fig) -> bool:
         if ax.images or any(p.get_width() != 0 or p.get_height() != 0 for p in ax.patches
                             if hasattr(p, "get_width")):
             return True
-        if any(line.get_transform() == ax.transData and len(line.get_xdata()) for line in ax.lines):
+        if any(len(line.get_xdata()) and not _reference_line(line) for line in ax.lines):
             return True
         if any(len(c.get_offsets()) if isinstance(c, PathCollection) else len(c.get_paths())
                for c in ax.collections):  # a scatter's path is its marker: count its points

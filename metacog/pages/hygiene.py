@@ -98,7 +98,7 @@ _COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7
 #: A sentence that says where its data come from when they are not the run's: a parameter's
 #: default, or the book's own recorded data (the local panel).
 _EXEMPT = re.compile(r"\bdefault|\bthe book's\b|\blocal panel\b", re.I)
-_PAPER = re.compile(r"\bpaper [12]\b[^.]{0,110}$", re.I)  # "paper 1: SQuAD", paper 1's own benchmarks
+_PAPER = re.compile(r"\bpaper [12]\b(?:[^.]|\.(?=\d)){0,110}$", re.I)  # "paper 1: SQuAD", paper 1's own benchmarks
 
 
 class _Visible(HTMLParser):
