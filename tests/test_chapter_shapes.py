@@ -194,7 +194,7 @@ def test_a_figure_without_data_is_replaced_by_a_sentence(monkeypatch):
     ax.axhline(0.25, ls="--")
     figures.glue_figure("f", fig, "A caption.", empty="No panel has two models")
     assert "Figure" not in type(glued["f"]).__name__
-    assert glued["f_caption"] == "No panel has two models, so nothing is drawn here."
+    assert glued["f_caption"] == "No panel has two models; there is nothing to draw."
     fig, ax = plt.subplots()
     ax.scatter([1, 2], [3, 4])
     figures.glue_figure("g", fig, "A caption.")

@@ -70,7 +70,7 @@ def glue_figure(key: str, fig, caption: str, *, empty: str | None = None) -> Non
         glue(key, fig, display=False)
     else:
         glue(key, Markdown("\u00a0"), display=False)  # an empty slot: the caption says why
-    glue(f"{key}_caption", caption if drawn else why.rstrip(".") + ", so nothing is drawn here.",
+    glue(f"{key}_caption", caption if drawn else why.rstrip(".") + "; there is nothing to draw.",
          display=False)
     if fig is not None:
         plt.close(fig)
