@@ -48,11 +48,15 @@ def _manifest_path(root: Path, manifest: str | Path) -> Path:
 
 
 def _show_sources_as_given(executed: Path, given: dict[str, str]) -> None:
-    """Show file sources in the page's parameters cell as the user typed them.
+    """Show file sources in the page's parameters cell by their file names.
 
     The notebook ran with absolute paths (it executes in the repository); the page shows
-    the paths as given, so it carries no machine path.
+    each file by its name only (:func:`metacog.data.responses.source_name`), so it carries
+    no folder of the user's machine, whether the path was typed relative or absolute.
     """
+    from metacog.data.responses import source_name
+
+    given = {a: source_name(g) for a, g in given.items()}
     import nbformat
 
     changed = {a: g for a, g in given.items() if a != g}

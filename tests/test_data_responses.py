@@ -154,7 +154,7 @@ def test_notes_are_returned(tmp_path):
     lines = [HEADER] + [f"{m},q{i},my_probe,{0.7 if m == 'a' else i / 10},{i % 2}" for m in "abc" for i in range(4)]
     df = load_responses(write(tmp_path, lines), benchmark="toy")
     notes = response_notes(df)["note"].tolist()
-    assert any("['my_probe']" in n and "not among the book's probes" in n for n in notes)
+    assert any("Probe 'my_probe' is not among the book's probes" in n for n in notes)  # no list repr
     assert any("'toy'" in n and "correctness identical across 3 models" in n for n in notes)
     assert any("Model 'a'" in n and "same confidence (0.7)" in n for n in notes)
     assert not any("Model 'b'" in n for n in notes)

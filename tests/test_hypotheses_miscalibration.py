@@ -209,8 +209,10 @@ def test_damping_by_length_states_both_sizes_instead_of_as_much():
 
 
 def test_probe_chance_sentence_agrees_with_one_model():
-    gate = pd.DataFrame({"model": ["local/a", "local/b"], "at_chance": [True, False]})
+    gate = pd.DataFrame({"model": ["local/a", "local/b"], "at_chance": [True, False],
+                         "accuracy": [0.52, 0.81]})
     one = hm.probe_chance_sentence(gate, ["local/a"])
-    assert one.startswith("The one probed model answers the items at chance")
+    assert one.startswith("The one probed model answers the probed items at chance by the adequacy gate (")
+    assert "81" not in one and "it the OCW-against-CC contrast" in one
     two = hm.probe_chance_sentence(gate, ["local/a", "local/b"])
-    assert two.startswith("1 of the 2 probed models (local/a) answers the items at chance")
+    assert two.startswith("1 of the 2 probed models (local/a) answers the probed items at chance")

@@ -122,3 +122,78 @@ def test_commands_written_into_prose_are_examples_not_findings():
     found = scan_page(page, "p")
     assert list(found["problem"]) == ["machine path"]  # only the computed output
     assert "/work/main" in found["excerpt"].iloc[0]
+
+
+@pytest.mark.parametrize("body, problem, excerpt", [
+    ("<p>Probe(s) ['stated_certainty'] are kept as given.</p>", "repr", "['stated_certainty']"),
+    (cell("f()", "0    a\nName: model, dtype: object"), "repr", "dtype: object"),
+    (cell("f()", "&lt;metacog.Panel object at 0x7f3a2c&gt;"), "repr", "object at 0x7f3a2c"),
+    ("<p>the margin is -0.25000000000000017 at the fixed point</p>", "float noise", "-0.25000000000000017"),
+    ("<table><thead><tr><th>claim</th><th>status</th></tr></thead><tbody></tbody></table>",
+     "empty table", "no rows"),
+    ("<table><thead><tr><th></th><th>model</th></tr></thead><tbody><tr><th>0</th><td>a</td></tr>"
+     "<tr><th>1</th><td>b</td></tr></tbody></table>", "bare index", "rows headed 0, 1"),
+])
+def test_strict_checks_find_what_a_new_file_shows(tmp_path, body, problem, excerpt):
+    write(tmp_path, "ch.html", body)
+    assert scan_html(tmp_path).empty  # not part of the default scan of the book
+    found = scan_html(tmp_path, strict=True)
+    assert list(found["problem"]) == [problem], found.to_string()
+    assert excerpt in found["excerpt"].iloc[0]
+
+
+def test_strict_checks_pass_what_the_book_legitimately_shows(tmp_path):
+    write(tmp_path, "ch.html", CLEAN + PAGE.format(body=(
+        '<p>choices: ["Yes", "No"] in the policy file; confidence in [0, 1]; p = 0.0417.</p>'
+        + cell("f()", "statistic 0.1234567")
+        + "<table><thead><tr><th>model</th></tr></thead><tbody><tr><td>a</td></tr></tbody></table>")))
+    assert scan_html(tmp_path, strict=True).empty
+
+
+def test_an_image_without_coloured_marks_is_an_empty_figure(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    images = tmp_path / "_images"
+    images.mkdir()
+    fig, ax = plt.subplots()
+    ax.axvline(0, color="grey")
+    ax.set(title="nothing drawn", xlabel="x")
+    fig.savefig(images / "empty.png")
+    fig, ax = plt.subplots()
+    ax.scatter([1, 2, 3], [2, 1, 3])
+    fig.savefig(images / "full.png")
+    plt.close("all")
+    write(tmp_path, "ch.html", '<img src="_images/empty.png"/><img src="_images/full.png"/>')
+    found = scan_html(tmp_path, strict=True)
+    assert list(found["problem"]) == ["empty figure"] and "empty.png" in found["excerpt"].iloc[0]
+
+
+@pytest.mark.parametrize("text, flagged", [
+    ("Atlas, Battery and the MMLU-Pro study judge an answer already given.", True),
+    ("It is true in all three sources.", True),
+    ("the 84-model panel stays fast", True),
+    ("By default Atlas and Battery are read.", False),  # a parameter's default says so
+    ("Paper 1 reports 0.731 on SQuAD.", False),  # paper 1's own benchmark
+    ("We labelled 40 texts of the local panel (MATH, SciCode).", False),  # the book's own data
+    ("On my_panel.csv the 14-model panel is rank one.", False),  # the run's own count
+])
+def test_sentences_naming_sources_the_run_was_not_given(text, flagged):
+    found = scan_page(PAGE.format(body=f"<p>{text}</p>"), "p", sources=["my_panel.csv"], model_counts=[14])
+    assert (not found.empty) == flagged, found.to_string()
+    assert set(found["problem"]) <= {"source not given"}
+    if flagged:  # the same sentence is fine when the run has those sources
+        given = ["atlas", "battery:keep_withdraw", "calibration_study:verbal_confidence"]
+        assert scan_page(PAGE.format(body=f"<p>{text}</p>"), "p", sources=given,
+                         model_counts=[84]).empty or "three" in text
+
+
+def test_sections_can_be_left_out_and_references_never_name_a_missing_source():
+    html = PAGE.format(body=(
+        '<section id="main"><p>fine</p><section id="exercises"><p>In spar, how many</p>'
+        '<section id="ex-1"><p>nan</p></section></section>'
+        '<section id="references"><p>Atlas: a dataset.</p></section></section>'))
+    assert set(scan_page(html, sources=["mine.csv"])["problem"]) == {"source not given", "nan"}
+    assert scan_page(html, sources=["mine.csv"], skip_sections=["exercises"]).empty

@@ -59,6 +59,8 @@ def test_fmt_list_and_fmt_count():
     assert fmt_list([], of=3, noun="models") == "none of the 3 models"
     assert fmt_list(["A", "B"], of=3, noun="models") == "2 of the 3 models (A and B)"
     assert fmt_list(["A", "B"], of=2, noun="models") == "both models"
+    assert fmt_list(["A"], of=1, noun="panels") == "the one panel (A)"  # never "all 1 panels"
+    assert fmt_list([], of=1, noun="sources") == "no source"  # never "none of the 1 sources"
     assert fmt_list(["A", "B", "C"]) == "A, B and C"
     assert fmt_list(list("ABCDEFGH"), of=10, max_names=3) == "8 of the 10 (A, B and 6 more)"
     with pytest.raises(ValueError, match="of=2"):

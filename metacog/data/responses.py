@@ -23,7 +23,7 @@ import pandas as pd
 
 from metacog.data.files import csv_record_lines, csv_separator, jsonl_records
 from metacog.tidy import schema
-__all__ = ["ResponseError", "load_responses", "response_notes", "source_label"]
+__all__ = ["ResponseError", "load_responses", "response_notes", "source_label", "source_name"]
 
 SUFFIXES = {".csv": "csv", ".tsv": "csv", ".parquet": "parquet", ".pq": "parquet",
             ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
@@ -87,6 +87,15 @@ def source_label(source) -> str:
         return Path(source).stem
     name = str(source).split(":", 1)[0]
     return LABELS.get(name, name)
+
+
+def source_name(source) -> str:
+    """A source as a page names it: a file by its file name only (never the folders of the
+    user's machine), anything else (a log, a run, 'run:probe') as given."""
+    s = os.fspath(source) if isinstance(source, os.PathLike) else str(source)
+    if isinstance(source, os.PathLike) or "/" in s or "\\" in s or os.path.isfile(s):
+        return Path(s).name
+    return s
 
 
 def _read_file(path: Path) -> tuple[pd.DataFrame, _Where]:
@@ -304,7 +313,10 @@ def _notes(df: pd.DataFrame, *, user_file: bool) -> list[str]:
     if user_file:
         unknown = sorted(set(df["probe"].dropna()) - set(schema.PROBES))
         if unknown:
-            notes.append(f"Probe(s) {unknown} are not among the book's probes; they are kept as given.")
+            named = ", ".join(repr(str(x)) for x in unknown)
+            these = "is not among the book's probes; it is" if len(unknown) == 1 else \
+                "are not among the book's probes; they are"
+            notes.append(f"Probe{'' if len(unknown) == 1 else 's'} {named} {these} kept as given.")
     first = df[(df["sample"].fillna(0) == 0).to_numpy()]
     codes = {c: pd.factorize(first[c]) for c in ("benchmark", "probe", "model", "item_id")}  # NA -> -1
     keys = pd.DataFrame({c: v[0] for c, v in codes.items()})

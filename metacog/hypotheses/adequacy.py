@@ -307,6 +307,30 @@ def adequacy(df: pd.DataFrame, *, probe: str | None = None, chance=None, items=N
     return table
 
 
+def ungated(table: pd.DataFrame) -> list[str]:
+    """The models of an :func:`adequacy` table that pass without a chance test: no chance level
+    is known for their items (no ``n_options`` column, answer set or ``chance``), so they are
+    kept on the count rules alone. A page names them beside the verdicts they enter."""
+    if table is None or not len(table) or "chance_known" not in table:
+        return []
+    mask = table["carries_signal"].astype(bool) & ~table["chance_known"].astype(bool)
+    return [str(m) for m in table.loc[mask, "model"]]
+
+
+def ungated_sentence(table: pd.DataFrame, name=str) -> str:
+    """One sentence naming the models :func:`ungated` returns (``name`` shortens a model id),
+    or '' when every model that passes was tested against chance."""
+    from metacog.tidy.report import fmt_list
+
+    models = ungated(table)
+    if not models:
+        return ""
+    many = len(models) > 1
+    return (f"Chance is unknown for {fmt_list([name(m) for m in models])} (no n_options column or "
+            f"answer set gives the number of options), so {'they are' if many else 'it is'} not "
+            f"tested against chance: {'they pass' if many else 'it passes'} on the count rules alone.")
+
+
 def signal_models(df: pd.DataFrame, **kw) -> list[str]:
     """The models whose answering carries signal (:func:`adequacy` with the same arguments)."""
     a = adequacy(df, **kw)

@@ -113,3 +113,40 @@ def group_sentence(verdicts: list, supported: str, not_supported: str, insuffici
         else:
             clauses.append(f"{words} {len(names)} of its {n} {noun} ({which})")
     return "; ".join(clauses)
+
+
+#: How :func:`timing_sentence` says each timing of :mod:`metacog.hypotheses.common`.
+_TIMING_CLAUSES = {
+    "before answering": ("is judged before answering, as paper 1's are",
+                         "are judged before answering, as paper 1's are"),
+    "after answering": ("judges an answer already given, which a model that sees its own answer can read",
+                        "judge an answer already given, which a model that sees its own answer can read"),
+    "after a correct answer with the context": ("is judged after a correct answer made with the context",
+                                                "are judged after a correct answer made with the context"),
+    "before answering, about other people": ("is judged before answering, about other people",
+                                             "are judged before answering, about other people"),
+}
+
+
+def timing_sentence(table: pd.DataFrame) -> str:
+    """When the judgments of the run's panels were made, from a result table with ``panel``
+    and ``timing`` columns, naming only the panels of the run: 'Of this run's panels, spar ·
+    prospective is judged before answering, as paper 1's are; Atlas · verbal confidence
+    judges an answer already given, ...; for my_file the data do not say when.'"""
+    from metacog.tidy.report import fmt_list
+
+    if table is None or not len(table) or not {"panel", "timing"} <= set(table.columns):
+        return "No panel was analysed, so no judgment timing is reported."
+    first = table.drop_duplicates("panel")
+    groups: dict[str, list] = {}
+    for panel, timing in zip(first["panel"], first["timing"].fillna(UNKNOWN)):
+        groups.setdefault(str(timing), []).append(str(panel))
+    clauses = []
+    for timing, names in groups.items():
+        one, many = _TIMING_CLAUSES.get(timing, (f"is of timing '{timing}'", f"are of timing '{timing}'"))
+        if timing == UNKNOWN:
+            clauses.append(f"for {fmt_list(names)} the data do not say when the judgment was made")
+        else:
+            clauses.append(f"{fmt_list(names)} {one if len(names) == 1 else many}")
+    head = "Of this run's panels, " if len(first) > 1 else "In this run, "
+    return head + "; ".join(clauses) + "."

@@ -17,10 +17,24 @@ def timing(probe: str) -> str:
     return TIMING.get(probe, DEFAULT_TIMING)
 
 
+#: The timing of a panel whose data do not say when its judgments were made (a user's file
+#: without a ``design`` column, with a probe the book does not know).
+UNKNOWN_TIMING = "unknown"
+
+
+def panel_timing(panel) -> str:
+    """When ``panel``'s judgments were made: :func:`timing` of its probe, but "unknown" where
+    neither the probe nor the panel's design says (never "after answering" by default)."""
+    design = getattr(panel, "design", None)
+    if panel.probe not in TIMING and getattr(design, "timing", None) == UNKNOWN_TIMING:
+        return UNKNOWN_TIMING
+    return timing(panel.probe)
+
+
 def panel_columns(panel) -> dict:
     """The columns that identify a panel in a result table."""
     return {"panel": panel.name, "source": panel.source, "benchmark": panel.benchmark,
-            "probe": panel.probe, "timing": timing(panel.probe)}
+            "probe": panel.probe, "timing": panel_timing(panel)}
 
 
 def per_panel(panelset, analyse, **settings):

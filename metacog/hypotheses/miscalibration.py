@@ -303,11 +303,13 @@ def display_gate(gate_table: pd.DataFrame) -> pd.DataFrame:
     out = out.assign(**with_ci(g, "accuracy", "accuracy (exact 95% CI)", digits=2))
     if "said_yes" in g.columns:
         out["answered Yes"] = [f"{int(y)} of {int(n)}" for y, n in zip(g["said_yes"], g["items"])]
-    out["chance"] = g["chance"]
+    known = g["chance_known"].astype(bool) if "chance_known" in g else pd.Series(True, index=g.index)
+    out["chance"] = [fmt_num(c) if k else "unknown" for c, k in zip(g["chance"], known)]
     out["majority baseline"] = [f"{fmt_num(b)} ({w})" if isinstance(w, str) and w else "–"
                                 for b, w in zip(g["baseline"], g["baseline_what"])]
     out["p"] = g["p_value"]
-    out["in the verdicts"] = np.where(g["at_chance"], "no: at chance", "yes")
+    out["in the verdicts"] = np.where(g["at_chance"], "no: at chance",
+                                      np.where(known, "yes", "yes, not gated: chance unknown"))
     return out
 
 

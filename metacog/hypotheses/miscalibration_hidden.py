@@ -81,10 +81,15 @@ def probe_chance_sentence(gate_table: pd.DataFrame | None, models) -> str:
     at = [m for m in models if gate_table.loc[gate_table["model"].map(short) == short(m), "at_chance"].all()]
     if not at:
         return "Every probed model answers above chance, so its CC and OCW items differ in knowledge."
-    return (f"{capital(which(at, len(list(models)), 'probed model'))} {verb(len(at), 'answers', 'answer')} the items at "
-            f"chance (see the gate above): their confident hits and confident errors are confident "
-            f"guesses that happen to match the label or not, so for them the OCW-against-CC contrast "
-            f"is null by construction and says nothing about paper 2's claim.")
+    accs = join([f"{short(m)} {fmt_num(a, pct=True)} correct"
+                     for m, a in zip(gate_table["model"], gate_table["accuracy"])
+                     if short(m) in {short(x) for x in at}])
+    many = len(at) > 1
+    return (f"{capital(which(at, len(list(models)), 'probed model'))} {verb(len(at), 'answers', 'answer')} "
+            f"the probed items at chance by the adequacy gate ({accs}): {'their' if many else 'its'} "
+            f"confident hits and confident errors are confident guesses that happen to match the label "
+            f"or not, so for {'them' if many else 'it'} the OCW-against-CC contrast is null by "
+            f"construction and says nothing about paper 2's claim.")
 
 
 def _row(table: pd.DataFrame, model: str, contrast: str) -> pd.Series:

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from metacog.hypotheses import miscalibration_audit as mc
+from metacog.hypotheses.adequacy import ungated
 from metacog.hypotheses.common import panel_columns, short_model
 from metacog.hypotheses.miscalibration_hidden import EQUIVALENCE_MARGIN
 from metacog.hypotheses.miscalibration_null import cooccurrence_item_axis
@@ -137,7 +138,8 @@ def table(panelset, *, thresholds: dict | None = None, threshold=0.8, n_boot: in
     policy probes ``skip_probes``, which the policy audit covers), remembered on disk.
 
     ``thresholds`` maps a panel's source to its threshold (else ``threshold``). ``notes`` has
-    one row per panel: panel, models, at_chance (their short names), analysed (bool), note.
+    one row per panel: panel, models, at_chance (their short names), chance_unknown (models kept
+    without a chance test, :func:`metacog.hypotheses.adequacy.ungated`), analysed (bool), note.
     """
     from metacog.memo import memo
 
@@ -148,7 +150,9 @@ def table(panelset, *, thresholds: dict | None = None, threshold=0.8, n_boot: in
         g = panel_gate(p)
         signal = [m for m in g.loc[g["carries_signal"], "model"] if m in p.confidence_raw.columns]
         at = [short_model(m) for m in g.loc[~g["carries_signal"], "model"]]
+        unknown = [short_model(m) for m in ungated(g)]
         note = {"panel": p.name, "models": len(p.models), "at_chance": ", ".join(at) or "none",
+                "chance_unknown": ", ".join(unknown) or "none",
                 "analysed": len(signal) >= MIN_MODELS, "note": ""}
         if len(signal) < MIN_MODELS:
             note["note"] = (f"{len(signal)} models answer above chance; co-occurrence across models "
@@ -163,7 +167,7 @@ def table(panelset, *, thresholds: dict | None = None, threshold=0.8, n_boot: in
                    threshold=thr, n_boot=n_boot, n_perm=n_perm, seed=seed)
         parts.append(res.assign(threshold=str(thr), **panel_columns(p)))
         notes.append(note)
-    notes = pd.DataFrame(notes, columns=["panel", "models", "at_chance", "analysed", "note"])
+    notes = pd.DataFrame(notes, columns=["panel", "models", "at_chance", "chance_unknown", "analysed", "note"])
     if not parts:
         return pd.DataFrame(), notes
     out = pd.concat(parts, ignore_index=True)

@@ -286,27 +286,85 @@ def verdict_paragraph(verdicts: list, third_person: list | None = None) -> str:
     return text.strip()
 
 
+def shared_sentence(results: pd.DataFrame) -> str:
+    """How much of each panel's mean tau is shared difficulty, from :func:`table`'s rows on all
+    items: the panels whose difficulty-stratified null mean exceeds half their mean tau, and
+    those where it does not, named from the run; then when the judgments were made
+    (:func:`metacog.hypotheses.by_design.timing_sentence`)."""
+    from metacog.hypotheses.by_design import timing_sentence
+    from metacog.tidy.report import fmt_list
+
+    on_all = results[(results["subset"] == "all items") & results["mean_tau"].notna()
+                     & results["null_difficulty"].notna()] if len(results) else results
+    if not len(on_all):
+        return "No panel has both a mean τ-b and a difficulty-stratified null to compare."
+    shared = on_all["null_difficulty"] > on_all["mean_tau"] / 2
+    mostly, rest = list(on_all.loc[shared, "panel"]), list(on_all.loc[~shared, "panel"])
+    n = len(on_all)
+    if not rest:
+        text = (f"Most of the pairwise calibration is shared difficulty in {fmt_list(mostly, n, noun='panels')}: "
+                f"the difficulty-stratified null mean is more than half the mean τ-b (compare the two above).")
+    else:
+        text = (f"The difficulty-stratified null mean is more than half the mean τ-b in "
+                f"{fmt_list(mostly, n, noun='panels')}, and less than half in {fmt_list(rest)}, where more of "
+                f"the calibration is left once shared difficulty is controlled.")
+    return text + " " + timing_sentence(on_all)
+
+
 def tau_frame(confidence: pd.DataFrame, correct: pd.DataFrame) -> pd.DataFrame:
     """:func:`tau_matrix` as a judge x target DataFrame."""
     K = tau_matrix(confidence.to_numpy(dtype=float), correct.to_numpy(dtype=float))
     return pd.DataFrame(K, index=confidence.columns, columns=correct.columns)
 
 
+def model_vendors(models) -> pd.Series:
+    """Each model's vendor: from the model metadata table (:mod:`metacog.data.model_metadata`)
+    where it lists the model, else the part of the id before '/' ('openai/gpt-4o' -> 'openai'),
+    else missing (a name such as 'gpt-4o' or 'model-01' says nothing about its vendor)."""
+    from metacog.data.model_metadata import model_metadata
+
+    try:
+        table = model_metadata()
+        known = dict(zip(table["model"], table["vendor"]))
+    except (OSError, ValueError):
+        known = {}
+    out = {}
+    for m in models:
+        name = str(m).split("@", 1)[0]
+        v = known.get(name)
+        if not isinstance(v, str) or not v:
+            v = name.split("/", 1)[0] if "/" in name else None
+        out[m] = v
+    return pd.Series(out, dtype=object)
+
+
 def vendor_blocks(panels: list) -> pd.DataFrame:
     """Mean cross-calibration tau of judge-target pairs from the same vendor and from different
-    vendors in the first of ``panels`` (the vendor is the part of a model id before '/';
-    self-pairs left out), with the number of pairs. With no panel, one row saying so."""
+    vendors in the first of ``panels`` (:func:`model_vendors`; self-pairs and models of unknown
+    vendor left out), with the number of pairs. With no panel, or without two vendors and a
+    same-vendor pair to compare, one row (``result``) saying why."""
+    from metacog.tidy.report import fmt_count
+
     if not panels:
         return pd.DataFrame({"result": [f"No panel has {MIN_MODELS} or more models."]})
     taus = tau_frame(panels[0].confidence, panels[0].correct)
-    vendor = pd.Series([str(m).split("/")[0] if "/" in str(m) else "(none)" for m in taus.index],
-                       index=taus.index)
+    vendor = model_vendors(taus.index)
+    unknown = int(vendor.isna().sum())
     rows = []
     for j in taus.index:
         for k in taus.columns:
-            if j != k and np.isfinite(taus.at[j, k]):
-                rows.append({"same vendor": vendor[j] == vendor.get(k, "?"), "tau": taus.at[j, k]})
+            if j != k and np.isfinite(taus.at[j, k]) and pd.notna(vendor[j]) and pd.notna(vendor.get(k)):
+                rows.append({"same vendor": vendor[j] == vendor[k], "tau": taus.at[j, k]})
     t = pd.DataFrame(rows, columns=["same vendor", "tau"])
+    if t["same vendor"].nunique() < 2:
+        if unknown:
+            why = (f"the vendor is unknown for {fmt_count(unknown, 'model')} of {panels[0].name} (no "
+                   f"'vendor/' prefix in the name, and not in the model metadata)")
+        else:
+            why = ("all its models are from one vendor" if t["same vendor"].all()
+                   else "no two of its models share a vendor")
+        return pd.DataFrame({"result": [f"Same- and different-vendor pairs cannot be compared: {why}, "
+                                        f"so there are not both kinds of pair."]})
     out = t.groupby("same vendor")["tau"].agg(["mean", "count"]).reset_index()
     return out.rename(columns={"mean": "mean τ-b", "count": "pairs"})
 

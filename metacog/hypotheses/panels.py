@@ -20,7 +20,7 @@ import pandas as pd
 
 from metacog.tidy import tables
 from metacog.data.designs import UNKNOWN_DESIGN, Design, design as design_of
-from metacog.data.responses import load_responses, source_label
+from metacog.data.responses import load_responses, source_label, source_name
 
 __all__ = ["Panel", "PanelSet", "panels"]
 
@@ -65,7 +65,7 @@ class Panel:
     def row(self) -> dict:
         """One row of :meth:`PanelSet.summary`, as a dict."""
         yes = self.cut_report["yes_share"]
-        return {"panel": self.name, "source": self.source, "benchmark": self.benchmark,
+        return {"panel": self.name, "source": source_name(self.source), "benchmark": self.benchmark,
                 "probe": self.probe, "models": self.confidence.shape[1],
                 "items": self.confidence.shape[0], "design": self.design.timing,
                 "elicitation": self.design.elicitation, "cut": self.cut,
@@ -254,7 +254,7 @@ def panels(sources: list[str], *, cuts: dict | None = None, default_cut="median"
     out: list[Panel] = []
     for source in sources:
         def note(bench, probe, text, _s=source):
-            rows.append({"source": _s, "benchmark": bench, "probe": probe, "note": text})
+            rows.append({"source": source_name(_s), "benchmark": bench, "probe": probe, "note": text})
 
         cut = _cut_for(source, labels[source], cuts, default_cut)
         out += _source_panels(source, cut=cut, probes=probes, min_models=min_models,

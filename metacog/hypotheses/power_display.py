@@ -98,17 +98,10 @@ def display_observed(power_table: pd.DataFrame, *, kappa_max: float = 1.0) -> pd
 
 
 def quantity_table(summary: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
-    """A two-column (quantity, value) summary with each value formatted on its own: whole numbers
-    as integers, others with ``digits`` decimals (a shared column format would round 0.626 and
-    1,000 alike)."""
-    def one(v):
-        if isinstance(v, str) or not _f(v):
-            return str(v) if isinstance(v, str) else "–"
-        v = float(v)
-        return f"{int(v):,}" if v == int(v) else fmt_num(v, digits)
+    """:func:`metacog.tidy.report.quantities`: each value formatted on its own."""
+    from metacog.tidy.report import quantities
 
-    return pd.DataFrame({"quantity": summary["quantity"].astype(str).str.replace("_", " "),
-                         "value": [one(v) for v in summary["value"]]})
+    return pd.DataFrame(quantities(summary, digits))
 
 
 def _ci(est, lo, hi) -> str:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from metacog.hypotheses import reasoning_text_probe
 from metacog.memo import memo
+from metacog.hypotheses.adequacy import ungated
 from metacog.hypotheses.common import short_model
 from metacog.tidy.report import fmt_ci, fmt_list, pretty
 from metacog.stats.intervals import auroc_ci
@@ -31,6 +32,14 @@ def split_source(source: str) -> tuple[str, str | None]:
     """'squad:prospective' -> ('squad', 'prospective'); a name or path without ':' -> (it, None)."""
     base, sep, probe = str(source).rpartition(":")
     return (base, probe) if sep and "/" not in probe else (str(source), None)
+
+
+def shown_source(source: str) -> str:
+    """A source as the page names it: a file by its file name only, with its ':probe' if given."""
+    from metacog.data.responses import source_name
+
+    base, probe = split_source(source)
+    return source_name(base) + (f":{probe}" if probe else "")
 
 
 def gate_models(full: pd.DataFrame, probe: str, *, min_conformance: float = 0.8) -> tuple[list, pd.DataFrame]:
@@ -60,13 +69,18 @@ def rows_for(source: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str
 
     base, probe = split_source(source)
     full = load_responses(base)
+    name = shown_source(source)
+    if "reasoning_text" not in full or full["reasoning_text"].isna().all():
+        return None, None, (f"{name} has no reasoning text (its reasoning_text column is empty or "
+                            f"absent), so there is nothing for the probe to read")
     if probe is None:
         probes = sorted(map(str, full["probe"].dropna().unique()))
         if len(probes) != 1:
-            return None, None, f"{source} names no probe; write it as '{base}:<probe>' (its probes: {', '.join(probes)})"
+            return None, None, (f"{name} holds several probes ({fmt_list(probes)}) and names none; "
+                                f"give it as '{shown_source(base)}:<probe>'")
         probe = probes[0]
-    if "reasoning_text" not in full or full.loc[full["probe"] == probe, "reasoning_text"].isna().all():
-        return None, None, f"{source} has no reasoning text, so there is nothing for the probe to read"
+    if full.loc[full["probe"] == probe, "reasoning_text"].isna().all():
+        return None, None, f"{name} has no reasoning text, so there is nothing for the probe to read"
     rows = full[(full["probe"] == probe)].dropna(subset=["reasoning_text", "correct"])
     return full, rows[rows["reasoning_text"].astype(str).str.strip() != ""], ""
 
@@ -105,14 +119,16 @@ def analyse(sources, *, answer: bool = False, min_conformance: float = 0.8, cv: 
     attempt without the context ('raw_text' of 'answer_no_context') and the judgments are the
     same model's prospective ones. Returns {'table': stacked comparison with a ``source``
     column, 'models': {source: (kept, all)}, 'skipped': {source: why}, 'coef': {source: Series},
-    'rows': {source: the pooled rows}}. ``gate=False`` pools every model (for comparison only)."""
-    res = {"table": [], "models": {}, "skipped": {}, "coef": {}, "rows": {}}
-    for src in sources:
-        full, rows, why = rows_for(src) if not answer else (None, None, "")
+    'rows': {source: the pooled rows}, 'ungated': {source: kept models whose chance level is
+    unknown, so the gate could not test them against chance}}. ``gate=False`` pools every model (for comparison only)."""
+    res = {"table": [], "models": {}, "skipped": {}, "coef": {}, "rows": {}, "ungated": {}}
+    for given in sources:
+        src = shown_source(given)  # what the page calls it: a file by its name only
+        full, rows, why = rows_for(given) if not answer else (None, None, "")
         if answer:
             from metacog.data import load_responses
 
-            base, probe = split_source(src)
+            base, probe = split_source(given)
             full = load_responses(base)
             att = full[full["probe"] == (probe or "answer_no_context")][["model", "item_id", "raw_text", "correct"]]
             jud = full[full["probe"] == "prospective"][["model", "item_id", *[c for c in JUDGMENTS if c in full]]]
@@ -122,9 +138,10 @@ def analyse(sources, *, answer: bool = False, min_conformance: float = 0.8, cv: 
             res["skipped"][src] = why
             continue
         probe = "answer_no_context" if answer else rows["probe"].iloc[0]
-        kept = (gate_models(full, probe, min_conformance=min_conformance)[0] if gate
-                else sorted(rows["model"].unique()))
+        kept, gated = (gate_models(full, probe, min_conformance=min_conformance) if gate
+                       else (sorted(rows["model"].unique()), None))
         res["models"][src] = (kept, sorted(rows["model"].unique()))
+        res["ungated"][src] = [m for m in ungated(gated) if m in kept] if gated is not None else []
         use = rows[rows["model"].isin(kept)]
         if not kept:
             res["skipped"][src] = "no model follows the format and answers above chance"
@@ -155,7 +172,10 @@ def display(table: pd.DataFrame):
     """The comparison for a page: one row per source, the probe and each judgment side by side,
     and the probe's lead over the own Yes/No with its bootstrap interval."""
     if table.empty:
-        return pretty(pd.DataFrame({"note": ["no source could be fitted"]}))
+        from IPython.display import Markdown
+
+        return Markdown("No source could be fitted (the sentences around this one say why), so there "
+                        "is no comparison to show.")
     out = []
     for src, g in table.groupby("source", sort=False):
         by = {r["score"]: r for r in g.to_dict("records")}
@@ -294,10 +314,15 @@ def text_probe_row(result: dict, source: str) -> dict | None:
 
 def pooled_table(result: dict):
     """Which models each source pools, for a page."""
+    from metacog.tidy.report import pretty_or
+
+    unknown = result.get("ungated", {})
     rows = [{"source": s, "models with texts": len(all_),
-             "pooled": fmt_list([short_model(m) for m in kept]) if kept else "none"}
+             "pooled": fmt_list([short_model(m) for m in kept]) if kept else "none",
+             "pooled without a chance test (chance unknown)":
+                 fmt_list([short_model(m) for m in unknown.get(s, [])]) if unknown.get(s) else "none"}
             for s, (kept, all_) in result["models"].items()]
-    return pretty(pd.DataFrame(rows or [{"source": "none", "models with texts": 0, "pooled": "none"}]))
+    return pretty_or(pd.DataFrame(rows), "No source has models with reasoning text, so none is pooled.")
 
 
 def ablation(rows: pd.DataFrame, drop, *, cv: int = 5, C: float = 1.0, seed: int = 0) -> pd.DataFrame:

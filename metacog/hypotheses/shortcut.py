@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from metacog.hypotheses.shortcut_twins import MIN_PAIRS, NEAR_CONSTANT, SAME, label, name_twins, twin_pairs  # noqa: F401
+from metacog.tidy.report import fmt_count
 
 #: Fewer judges than this in either group (reasoning / non-reasoning) is too few to compare:
 #: resampling so few judges understates how far the group mean could move.
@@ -268,9 +269,12 @@ def tables(panelset, *, formal_domains=FORMAL, reasoning_models=(), n_boot: int 
         domains = panel_domains(p)
         res = memo(analyse, p.confidence, p.correct, domains, flags, formal_domains=tuple(formal_domains),
                    n_boot=n_boot, seed=seed)
-        if "formal items" not in res["items"] or "other items" not in res["items"]:
+        if domains.isna().all():
+            notes.append({**cols, "note": f"{p.name} has no domain column, so the formal-domain test is "
+                                          f"skipped and every item counts in 'all items' only."})
+        elif "formal items" not in res["items"] or "other items" not in res["items"]:
             have = res["items"].get("formal items", 0)
-            notes.append({**cols, "note": f"{p.name} has {have} formal item(s) (domains "
+            notes.append({**cols, "note": f"{p.name} has {fmt_count(have, 'formal item')} (domains "
                                           f"{', '.join(formal_domains)}) or too few others; the formal-domain "
                                           f"test needs {MIN_ITEMS} of each."})
         for k in ("judges", "groups", "twins"):
@@ -283,7 +287,7 @@ def tables(panelset, *, formal_domains=FORMAL, reasoning_models=(), n_boot: int 
             first = [c for c in ("panel", "source", "benchmark", "probe", "timing") if c in t]
             out[k] = t[first + [c for c in t.columns if c not in first]]
         else:
-            out[k] = pd.DataFrame(columns=["panel", *_EMPTY[k]])
+            out[k] = pd.DataFrame(columns=["panel", "source", "benchmark", "probe", "timing", *_EMPTY[k]])
     out["notes"] = pd.DataFrame(notes, columns=["panel", "source", "benchmark", "probe", "timing", "note"])
     return out
 

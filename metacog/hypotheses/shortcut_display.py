@@ -37,6 +37,8 @@ def display_groups(groups: pd.DataFrame) -> pd.DataFrame:
     from metacog.hypotheses.common import with_ci
     from metacog.tidy.report import fmt_p
 
+    if not len(groups):
+        return pd.DataFrame(columns=["panel", "design", "items"])
     g = groups.assign(_o=groups["subset"].map({s: i for i, s in enumerate(ORDER)})).sort_values(
         ["panel", "_o"], kind="stable")
     out = pd.DataFrame({"panel": g["panel"], "design": g["timing"].map(design), "items": g["subset"], "reasoning judges": g["reasoning_judges"],
@@ -162,8 +164,8 @@ def design_sentence(flags: pd.DataFrame, decided: list) -> str:
         s += " None is prospective, while paper 1's shortcut claim is about judgments made before answering."
     elif not any(d.startswith("prospective") for d in decisive):
         s += (" No prospective source decides any claim here (see the counts above), so every decided "
-              "verdict comes from judgments made after answering, not from the prospective judgments "
-              "paper 1's shortcut claim is about.")
+              "verdict comes from judgments that are not the prospective ones paper 1's shortcut claim "
+              "is about.")
     return s
 
 

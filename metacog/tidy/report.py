@@ -3,7 +3,7 @@
 Prose: :func:`fmt_p` (bare p-value), :func:`fmt_p_eq` ("p = 0.042" / "p < 0.001"),
 :func:`fmt_num`, :func:`fmt_ci`, :func:`fmt_range`, :func:`fmt_signed`, :func:`fmt_list`,
 :func:`fmt_count`. Tables: :func:`pretty` (readable headers, sensible rounding, no bare
-0..n-1 index). Negative numbers use the typographic minus sign (U+2212); missing values
+0..n-1 index), :func:`pretty_or` (a sentence instead of an empty table). Negative numbers use the typographic minus sign (U+2212); missing values
 read "n/a" in prose and "–" in tables.
 """
 
@@ -118,6 +118,11 @@ def fmt_list(names, of: int | None = None, *, noun: str = "", max_names: int = 6
     if len(names) > of:
         raise ValueError(f"fmt_list: {len(names)} names but of={of}; 'of' is the size of the whole group.")
     group = f"{of} {noun}".strip()
+    if of == 1:  # never "all 1 panels" or "none of the 1 sources"
+        one = noun[:-1] if noun.endswith("s") else noun
+        if not one:
+            return names[0] if names else "none"
+        return f"the one {one} ({names[0]})" if names else f"no {one}"
     if of and len(names) == of:
         return f"both {noun}".strip() if of == 2 else f"all {group}"
     if not names:
@@ -196,6 +201,40 @@ def _fmt_float_col(col: pd.Series, digits: int, name: str) -> pd.Series:
 def _is_p_col(name) -> bool:
     s = str(name)
     return s in ("p", "p_value", "pvalue") or s.startswith("p_value") or s.endswith("_p") or s.startswith("p_perm")
+
+
+def quantities(summary: pd.DataFrame, digits: int = 3) -> PrettyTable:
+    """A two-column (quantity, value) summary for a page with each value formatted on its own:
+    whole numbers as integers with thousands separators, other numbers with ``digits`` decimals
+    (a shared column format would round 0.626 and 1,000 alike), booleans as yes/no, a vector as
+    '(−0.25, 0.90)', missing as '–' — never a float's or a list's repr."""
+    def one(v):
+        if isinstance(v, str):
+            return v
+        if isinstance(v, (bool, np.bool_)):
+            return "yes" if v else "no"
+        if isinstance(v, (list, tuple, np.ndarray)):
+            return "(" + ", ".join(one(x) for x in v) + ")"
+        if _missing(v):
+            return "–"
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            return str(v)
+        return f"{int(x):,}".replace("-", MINUS) if x == int(x) else fmt_num(x, digits)
+
+    return PrettyTable({"quantity": summary["quantity"].astype(str).str.replace("_", " "),
+                        "value": [one(v) for v in summary["value"]]})
+
+
+def pretty_or(df: pd.DataFrame, why: str, *, digits: int = 3, names: dict | None = None):
+    """:func:`pretty` of ``df`` when it has rows; otherwise ``why`` (one sentence saying why there
+    is nothing to show) as Markdown, so a page never publishes an empty table."""
+    if df is not None and len(df):
+        return pretty(df, digits=digits, names=names)
+    from IPython.display import Markdown
+
+    return Markdown(why)
 
 
 def pretty(df: pd.DataFrame, *, digits: int = 3, names: dict | None = None) -> PrettyTable:
