@@ -89,7 +89,8 @@ def serve(latency: float) -> None:
     async def stats(request):
         done, n = st["done"], len(st["done"])
         out = {"requests": n, "max_in_flight": st["max_in_flight"],
-               "seconds": done[-1] - st["first"] if n else None, "steady": None}
+               "seconds": done[-1] - st["first"] if n else None, "steady": None,
+               "first": st["first"], "last": done[-1] if n else None}  # time.monotonic(), system-wide
         lo, hi = n // 10, (9 * n) // 10
         if n >= 20 and done[hi] > done[lo]:
             out["steady"] = (hi - lo) / (done[hi] - done[lo])
@@ -184,14 +185,16 @@ def _bodies(path: Path, probes: str, samples: int) -> int:
 def _timed(cmd: list[str], base: str, log: Path) -> dict:
     """Run ``cmd`` (its output to ``log``); the server's counts plus the wall time of the process."""
     _stats(base, reset=True)
-    t0 = time.perf_counter()
+    t0 = time.monotonic()
     with open(log, "w") as out:
         rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT).returncode
-    wall = time.perf_counter() - t0
+    t1 = time.monotonic()
+    wall = t1 - t0
     if rc != 0:
         raise SystemExit(f"{cmd[:4]} failed ({rc}):\n{log.read_text()[-2000:]}")
     st = _stats(base)
     st["wall"] = wall
+    st["startup"], st["after"] = st["first"] - t0, t1 - st["last"]  # to the first request; after the last reply
     st["rate"] = st["requests"] / st["seconds"]
     st["log_bytes"] = log.stat().st_size
     return st
@@ -227,12 +230,13 @@ def bench_cli(reps: int, probes: str, samples: int, conc: int = 32, latency: flo
                     got[name].append(st)
                     print(f"[cli] rep {rep + 1} {name:8s}: {st['requests']} requests, at most "
                           f"{st['max_in_flight']} in flight, {st['rate']:.1f} req/s at the server "
-                          f"(steady {st['steady']:.1f}), wall {st['wall']:.2f} s incl. start-up, "
+                          f"(steady {st['steady']:.1f}), wall {st['wall']:.2f} s = {st['startup']:.2f} s to the first "
+                          f"request + {st['seconds']:.2f} s + {st['after']:.2f} s after the last reply, "
                           f"{st['log_bytes']} bytes of output; {load()}")
     finally:
         proc.kill()
         proc.wait()
-    med = {k: {f: statistics.median(r[f] for r in v) for f in ("rate", "steady", "wall")}
+    med = {k: {f: statistics.median(r[f] for r in v) for f in ("rate", "steady", "wall", "startup", "after")}
            for k, v in got.items()}
     ideal = conc / latency
     for k, label in (("plain", "(a) plain aiohttp client"), ("cli", "(b) metacog elicit (CLI)"),
@@ -240,7 +244,7 @@ def bench_cli(reps: int, probes: str, samples: int, conc: int = 32, latency: flo
         m = med[k]
         print(f"[cli] median of {reps}: {label:26s} {m['rate']:6.1f} req/s at the server "
               f"({100 * m['rate'] / ideal:.0f}% of ideal), steady {m['steady']:6.1f}, wall {m['wall']:.2f} s "
-              f"(start-up and tail {m['wall'] - n / m['rate']:.2f} s)")
+              f"({m['startup']:.2f} s to the first request, {m['after']:.2f} s after the last reply)")
     for k in ("cli", "package"):
         print(f"[cli] {k} / plain: rate {med[k]['rate'] / med['plain']['rate']:.3f}, steady "
               f"{med[k]['steady'] / med['plain']['steady']:.3f}, wall {med['plain']['wall'] / med[k]['wall']:.3f} "
