@@ -163,6 +163,23 @@ def test_a_dead_runs_lease_is_taken_over(tmp_path):
         other.close()
 
 
+def test_the_writer_connection_stores_under_the_runs_leases(tmp_path):
+    """The run's rows are written through a sibling connection (another thread): the same
+    owner, so a stored row releases this run's lease; closing the sibling keeps the others."""
+    with Cache(tmp_path / "c") as main:
+        assert main.claim(["k1", "k2"]) == ["k1", "k2"]
+        writer = main.sibling()
+        assert writer.owner == main.owner
+        writer.put("k1", "m", "ok", {"r": 1}, {"text": "x"})
+        writer.close()
+        held = main._con.execute("SELECT key FROM leases WHERE owner = ?", (main.owner,)).fetchall()
+        assert held == [("k2",)] and main.get("k1").payload == {"text": "x"}
+        with Cache(tmp_path / "c") as other:
+            assert other.claim(["k1", "k2"], answered_since=0.0) == []  # answered / still leased
+    with Cache(tmp_path / "c") as c:
+        assert c._con.execute("SELECT COUNT(*) FROM leases").fetchone()[0] == 0  # dropped by main.close()
+
+
 def test_scicode_is_refused_before_asking_where_the_sandbox_cannot_seal(tmp_path, monkeypatch):
     from metacog.benchmarks import sandbox
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from metacog.elicit import http, parse
 from metacog.elicit.local import litellm_version, register
+from metacog.elicit.pricemap import surely_unpriced
 from metacog.elicit.redaction import redact, redact_url
 from metacog.elicit.tasks import Settings, Task, is_local
 
@@ -124,9 +125,12 @@ def transient_payload(payload: dict[str, Any]) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def priced(model: str) -> bool:
-    """True when litellm's offline cost map has a per-token price for ``model``."""
+    """True when litellm's offline cost map has a per-token price for ``model`` (litellm is not
+    imported for a model its bundled map surely lacks: :mod:`metacog.elicit.pricemap`)."""
     if is_local(model):
         return True
+    if surely_unpriced(model):
+        return False
     try:
         info = get_litellm().get_model_info(model)
     except Exception:  # noqa: BLE001

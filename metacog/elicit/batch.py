@@ -10,15 +10,21 @@ cache fails in the middle of a run (corrupted file, full disk), no further call
 is started, the calls in flight finish, and their answers stay in the results
 (``Counts.cache_error`` says what happened; the engine raises it afterwards
 with the fetched rows attached), and the HTTP session is closed on every way out.
+
+Rows are written by one thread with its own connection to the cache (:class:`_Writer`),
+so that a slow commit never stalls the event loop and the replies of the other calls; a
+call still counts as finished only once its row is committed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +57,29 @@ class Counts:
         """Note the first cache failure of the run (later ones say nothing new)."""
         if self.cache_error is None:
             self.cache_error = str(exc)
+
+
+class _Writer:
+    """The run's cache writes, off the event loop: one thread with its own connection to the
+    cache file, so a slow commit (a WAL checkpoint's fsync, a busy or network disk) stalls
+    only the call being stored, not the replies of the others. Each row is still its own
+    transaction, and a call counts as finished only once its row is written."""
+
+    def __init__(self, cache: Cache):
+        self.cache = cache.sibling()
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metacog-cache")
+
+    async def __call__(self, counts: Counts, method: str, *args) -> None:
+        """``cache.<method>(*args)`` in the writer thread; a CacheError marks the cache broken."""
+        try:
+            await asyncio.get_running_loop().run_in_executor(
+                self.pool, functools.partial(getattr(self.cache, method), *args))
+        except CacheError as exc:
+            counts.broke(exc)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)  # a write whose caller was cancelled still lands whole
+        self.cache.close()
 
 
 def _not_asked(t: Task, results: dict, counts: Counts) -> None:
@@ -175,6 +204,12 @@ async def _ask_all(todo: list[Task], cache: Cache | None, s: Settings, counts: C
         # first reply, it would block the loop and time the other calls out.
         priced(m)
     sems: dict[str, asyncio.Semaphore] = {}
+    writer = None
+    if cache is not None:
+        try:
+            writer = _Writer(cache)
+        except CacheError as exc:
+            counts.broke(exc)  # nothing is asked (_drain)
 
     async def worker(t: Task) -> None:
         # Local models run one call at a time (one process-wide llama.cpp lock anyway).
@@ -186,16 +221,16 @@ async def _ask_all(todo: list[Task], cache: Cache | None, s: Settings, counts: C
             elif s.max_cost is not None and counts.spent >= s.max_cost and not is_local(t.model):
                 counts.skipped += 1
                 results[t.key] = ("missing", {"error": "skipped: max_cost reached"}, False)
-                if cache is not None:
-                    _store(cache, counts, cache.release, [t.key])
+                if writer is not None:
+                    await writer(counts, "release", [t.key])
             else:
                 status, payload = await call_one(t, s, litellm)
                 payload = redact_payload(payload)
                 results[t.key] = (status, payload, False)  # kept even if the cache cannot store it
-                if cache is not None and counts.cache_error is None:
+                if writer is not None and counts.cache_error is None:
                     request = {"model": t.model, "messages": t.messages, "params": t.params,
                                "template": t.template.tag}
-                    _store(cache, counts, cache.put, t.key, t.model, status, request, payload)
+                    await writer(counts, "put", t.key, t.model, status, request, payload)
                 counts.done += 1
                 counts.failed += status == "error"
                 c = payload.get("cost_usd")
@@ -208,15 +243,9 @@ async def _ask_all(todo: list[Task], cache: Cache | None, s: Settings, counts: C
     try:
         await _drain(todo, cache, s, counts, results, bar, started, worker)
     finally:
+        if writer is not None:
+            writer.close()
         await http.close()
-
-
-def _store(cache: Cache, counts: Counts, method, *args) -> None:
-    """Call a cache method; a CacheError marks the run's cache as broken instead of raising."""
-    try:
-        method(*args)
-    except CacheError as exc:
-        counts.broke(exc)
 
 
 async def _gather(coros) -> None:

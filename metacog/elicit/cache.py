@@ -135,13 +135,14 @@ class Cache:
 
     FILENAME = "responses.sqlite"
 
-    def __init__(self, path: str | os.PathLike | None = None):
+    def __init__(self, path: str | os.PathLike | None = None, *, _owner: str | None = None):
         p = Path(path).expanduser() if path is not None else default_dir()
         if p.suffix not in (".sqlite", ".db", ".sqlite3"):
             p = p / self.FILENAME
         p.parent.mkdir(parents=True, exist_ok=True)
         self.path = p
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._sibling = _owner is not None  # shares another object's leases: they are not its to drop
+        self.owner = _owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         try:
             self._con = sqlite3.connect(str(p), timeout=30, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -166,11 +167,17 @@ class Cache:
         self.close()
 
     def close(self) -> None:
-        try:
-            self._con.execute("DELETE FROM leases WHERE owner = ?", (self.owner,))
-        except sqlite3.Error:
-            pass
+        if not self._sibling:
+            try:
+                self._con.execute("DELETE FROM leases WHERE owner = ?", (self.owner,))
+            except sqlite3.Error:
+                pass
         self._con.close()
+
+    def sibling(self) -> "Cache":
+        """Another connection to the same file holding the same leases, for another thread's
+        writes (one connection must not carry two threads' transactions); closing it keeps them."""
+        return Cache(self.path, _owner=self.owner)
 
     @_guarded
     def put(self, key: str, model: str, status: str, request: dict[str, Any], payload: dict[str, Any]) -> None:

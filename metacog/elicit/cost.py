@@ -7,6 +7,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from metacog.elicit.pricemap import surely_unpriced
 from metacog.elicit.tasks import Task, is_local
 
 
@@ -36,6 +37,8 @@ def estimate_cost(tasks: Sequence[Task], api_base: str | None = None) -> pd.Data
     for model, (n, pt, ct) in by.items():
         if is_local(model):
             cost = 0.0
+        elif surely_unpriced(model):  # not in the price map: known without importing litellm
+            cost = 0.0 if api_base else math.nan
         else:
             litellm = litellm or get_litellm()
             try:
