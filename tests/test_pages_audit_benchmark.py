@@ -152,3 +152,14 @@ def test_audit_verdict_paragraph_names_every_model_without_truncation():
     text = verdict_paragraph(vs)
     assert "more" not in text and all(n in text for n in names)
     assert text.startswith("The first-token P(Yes) tells true from false items for no model;")
+
+
+def test_item_text_shows_several_gold_answers_in_words_not_a_list():
+    from metacog.pages.benchmark import item_text
+    from metacog.tidy.items import Item
+
+    it = Item("q1", "squad", "When?", ["winter of 1973", "the winter of 1973", "winter of 1973"],
+              context="A passage.", context_kind="passage")
+    text = item_text([it])
+    assert "GOLD: winter of 1973 | the winter of 1973" in text and "[" not in text
+    assert item_text([Item("q2", "math", "2+2?", "4", context="c", context_kind="passage")]).endswith("GOLD: 4")

@@ -326,7 +326,15 @@ def item_text(items, n: int = 500) -> str:
     it = next((i for i in items if (i.context or "").strip()), items[0])
     return (f"item {it.item_id} ({it.domain or it.benchmark})\n\nQUESTION: {_clip(it.question, n)}\n\n"
             f"HIDDEN {str(it.context_kind).upper()}: {_clip(it.context or '(none)', n)}\n\n"
-            f"GOLD: {_clip(it.gold, 200)}")
+            f"GOLD: {_clip(_gold_text(it.gold), 200)}")
+
+
+def _gold_text(gold) -> str:
+    """A gold answer in words: one answer as it is, several accepted answers joined by " | "."""
+    if isinstance(gold, (list, tuple, set)) or hasattr(gold, "tolist"):
+        answers = [str(g) for g in (gold.tolist() if hasattr(gold, "tolist") else gold)]
+        return " | ".join(dict.fromkeys(answers))
+    return str(gold)
 
 
 def rationale_examples(responses: pd.DataFrame, n_examples: int = 2, seed: int = 0,
