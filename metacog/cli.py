@@ -76,7 +76,7 @@ def _chapter(args) -> int:
     except BookError as exc:
         print(f"metacog chapter: {exc}", file=sys.stderr)
         return 1
-    print(page)
+    print(os.fspath(page))
     return 0
 
 
@@ -143,7 +143,7 @@ def _place(args) -> int:
     page = executed
     if not args.no_html:
         page = place_run.render_html(executed)
-    print(page)
+    print(os.fspath(page))
     return 0
 
 

@@ -31,13 +31,22 @@ def panel(tmp_path_factory):
 def rendered(panel, tmp_path_factory):
     """The fixture chapter run once on the panel, rendered to HTML (the file's one build)."""
     out = tmp_path_factory.mktemp("out")
-    page = chapter.run("count_models", [str(panel)], out, cuts={str(panel): 0.7},
-                       parameters={"label": "panel"}, manifest=FIXTURE)
-    return page, out
+    result = chapter.run("count_models", [str(panel)], out, cuts={str(panel): 0.7},
+                         parameters={"label": "panel"}, manifest=FIXTURE)
+    return result.page, out, result
+
+
+def test_a_run_returns_its_glued_results(rendered):
+    page, out, result = rendered
+    assert result.notebook == out / "count_models.ipynb" and os.fspath(result) == str(page)
+    summary = result.summary().set_index("name")
+    assert summary.loc["n_models_text", "kind"] == "text"
+    assert summary.loc["n_models_text", "value"] == "panel of 7 models"  # computed from the file
+    assert summary.loc["cuts_text", "value"] == "cut 0.7"
 
 
 def test_chapter_runs_on_a_file_and_renders_one_page(rendered):
-    page, out = rendered
+    page, out, _ = rendered
     assert page == out / "html" / "count_models.html" and page.exists()
     html = page.read_text()
     assert "panel of 7 models" in html  # glued by the executed notebook from the file

@@ -93,7 +93,7 @@ def _findings(page: Path, source: Path, n_models: int) -> pd.DataFrame:
 
 
 def _run(name: str, source: Path, out: Path) -> Path:
-    return chapter.run(name, [str(source)], out, parameters=SMALL[name])
+    return chapter.run(name, [str(source)], out, parameters=SMALL[name]).page
 
 
 #: chapter -> the shapes it is rendered on (at least three each). Two models are too few for

@@ -180,7 +180,7 @@ def test_chapter_runs_on_a_small_synthetic_source(tmp_path):
     pop_path = write_responses(example_responses(n_models=12, benchmarks=("algebra", "law"), n_items=40, seed=2),
                                tmp_path / "population.csv")
     nb = chapter.run("miscalibration", [str(pol_path), str(pop_path)], tmp_path / "out", html=False,
-                     parameters={"probe_models": [], "n_boot": 50, "n_perm": 9})
+                     parameters={"probe_models": [], "n_boot": 50, "n_perm": 9}).notebook
     text = nb.read_text()
     assert "policy audit does not apply" in text  # the population file has no C0/C1/C2
     import nbformat

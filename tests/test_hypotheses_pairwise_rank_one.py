@@ -177,7 +177,7 @@ def _chapter_text(tmp_path, monkeypatch, name, kappa, parameters):
     from metacog import chapter
     monkeypatch.setenv("METACOG_CACHE_DIR", str(tmp_path / "cache"))
     nb = chapter.run(name, [_example_file(tmp_path, kappa=kappa)], tmp_path / "out", html=False,
-                     parameters=parameters)
+                     parameters=parameters).notebook
     text = nb.read_text()
     assert "Traceback" not in text and "Warning" not in text
     return text

@@ -120,7 +120,7 @@ def test_power_chapter_runs_on_a_synthetic_source(tmp_path):
     fast = {"n_sims": 8, "n_sims_factor": 4, "kappas": [0.0, 0.8], "n_models_grid": [4],
             "n_items_grid": [60], "n_recovery_seeds": 1, "n_perm": 49, "kappa_tol": 0.2, "n_null": 20,
             "n_boot": 30, "local_items": [40], "local_kappas": [0.0, 0.8]}
-    nb = chapter.run("power", [str(src)], tmp_path / "out", parameters=fast, html=False)
+    nb = chapter.run("power", [str(src)], tmp_path / "out", parameters=fast, html=False).notebook
     import nbformat
 
     cells = nbformat.read(nb, as_version=4).cells

@@ -73,13 +73,13 @@ def synthetic(tmp_path_factory):
 
 def test_reasoning_text_chapter_runs_on_a_source_without_reasoning_text(synthetic, tmp_path):
     nb = chapter.run("reasoning_text", [str(synthetic)], tmp_path,
-                     parameters={"sampled_run": "", "answer_sources": [], "n_boot": 20}, html=False)
+                     parameters={"sampled_run": "", "answer_sources": [], "n_boot": 20}, html=False).notebook
     text = nb.read_text()
     assert "has no reasoning text" in text or "names no probe" in text
     assert "Traceback" not in text
 
 
 def test_audit_chapter_runs_on_a_source_without_policies(synthetic, tmp_path):
-    nb = chapter.run("audit", [str(synthetic)], tmp_path, parameters={"n_examples": 2}, html=False)
+    nb = chapter.run("audit", [str(synthetic)], tmp_path, parameters={"n_examples": 2}, html=False).notebook
     text = nb.read_text()
     assert "no answers under the audit policies" in text and "Traceback" not in text

@@ -204,7 +204,7 @@ def test_chapter_runs_on_a_small_synthetic_source(tmp_path):
     pd.concat(rows, ignore_index=True).to_csv(src, index=False)
     nb = chapter.run("shortcut", [str(src)], tmp_path / "out", html=False,
                      parameters={"n_boot": 20, "formal_domains": ["math"],
-                                 "reasoning_models": [m for m in C.columns if m.endswith("-think")]})
+                                 "reasoning_models": [m for m in C.columns if m.endswith("-think")]}).notebook
     text = Path(nb).read_text()
     assert "Traceback" not in text and "symbolic-shortcut account" in text
     assert "has no recorded reasoning text" in text  # the detector says why it cannot run

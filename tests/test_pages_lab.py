@@ -135,7 +135,7 @@ def _outputs(nb_path: Path) -> str:
 
 
 def test_lab_chapter_replays_without_a_model(tmp_path):
-    nb = chapter.run("lab", ["audit_policies"], tmp_path, parameters={"n_items": 12}, html=False)
+    nb = chapter.run("lab", ["audit_policies"], tmp_path, parameters={"n_items": 12}, html=False).notebook
     out = _outputs(nb)
     assert "replayed from the recorded run" in out
     assert "insufficient evidence" in out  # 12 items: too few of each class for an AUROC
@@ -156,7 +156,7 @@ def test_lab_chapter_runs_live_end_to_end(tmp_path):
     cache = tmp_path / "cache"
     before = set((ROOT / "data").rglob("*"))
     nb = chapter.run("lab", ["audit_policies"], tmp_path / "out", html=False,
-                     parameters={"live": True, "n_items": 4, "cache_dir": str(cache)})
+                     parameters={"live": True, "n_items": 4, "cache_dir": str(cache)}).notebook
     text = _text(nb)
     assert "asked live" in text
     assert "This run made 4 calls" in text
