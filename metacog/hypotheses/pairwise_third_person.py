@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from metacog.hypotheses.pairwise import MIN_MODELS
-from metacog.stats.pairwise import tau_matrix
+from metacog.stats import resample
+from metacog.stats.pairwise import TauTables
 
 
 def third_person_baseline(own_confidence: pd.DataFrame, own_correct: pd.DataFrame,
@@ -39,21 +40,20 @@ def third_person_baseline(own_confidence: pd.DataFrame, own_correct: pd.DataFram
     B = third_confidence.loc[items, models].to_numpy(dtype=float)
     Y = own_correct.loc[items, models].to_numpy(dtype=float)
 
+    own, third = TauTables(A, Y), TauTables(B, Y)
+
     def diag_taus(w):  # each model's judgment against its own correctness
-        return np.diag(tau_matrix(A, Y, w)), np.diag(tau_matrix(B, Y, w))
+        return np.diag(own.tau(w)), np.diag(third.tau(w))
 
     ta, tb = diag_taus(None)
-    rng = np.random.default_rng(seed)
     n = len(items)
     draws = []
-    for _ in range(n_boot):
-        w = np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
-        a, b = diag_taus(w)
-        d = a - b
-        draws.append(np.nanmean(d) if np.isfinite(d).any() else np.nan)
-    draws = np.array(draws)
-    draws = draws[np.isfinite(draws)]
-    lo, hi = (np.quantile(draws, [(1 - ci) / 2, 1 - (1 - ci) / 2]) if draws.size else (np.nan, np.nan))
+    for W in resample.item_weights(n, n_boot, seed=seed):
+        for w in W:
+            a, b = diag_taus(w)
+            d = a - b
+            draws.append(np.nanmean(d) if np.isfinite(d).any() else np.nan)
+    lo, hi = resample.percentile_interval(draws, ci=ci)
     rows = [{"model": m, "items": int((~np.isnan(A[:, j]) & ~np.isnan(B[:, j]) & ~np.isnan(Y[:, j])).sum()),
              "tau_own": ta[j], "tau_third_person": tb[j], "difference": ta[j] - tb[j],
              "ci_low": np.nan, "ci_high": np.nan} for j, m in enumerate(models)]

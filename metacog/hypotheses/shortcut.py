@@ -28,6 +28,8 @@ import numpy as np
 import pandas as pd
 
 from metacog.hypotheses.shortcut_twins import MIN_PAIRS, NEAR_CONSTANT, SAME, label, name_twins, twin_pairs  # noqa: F401
+from metacog.hypotheses.shortcut_twins import _interval
+from metacog.stats import resample
 from metacog.tidy.report import fmt_count
 
 #: Fewer judges than this in either group (reasoning / non-reasoning) is too few to compare:
@@ -138,32 +140,11 @@ def advantage_draws(confidence: pd.DataFrame, correct: pd.DataFrame, masks: dict
     names = list(masks)
     parts = [_tau_parts(C[masks[k]], Y[masks[k]]) for k in names]
     out = np.full((n_boot + 1, len(names), C.shape[1]), np.nan)
-    rng = np.random.default_rng(seed)
     n = C.shape[0]
-    for b in range(n_boot + 1):
-        w = np.ones(n) if b == 0 else np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
+    weights = [np.ones((1, n))] + (list(resample.item_weights(n, n_boot, seed=seed)) if n_boot else [])
+    for b, w in enumerate(w for W in weights for w in W):
         for s, name in enumerate(names):
             out[b, s] = _weighted_advantage(parts[s], w[masks[name]])
-    return out
-
-
-def _ci(draws: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    d = np.asarray(draws, float)
-    d = d[np.isfinite(d)]
-    if d.size < 10:
-        return np.nan, np.nan
-    lo, hi = np.quantile(d, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return float(lo), float(hi)
-
-
-def _mean_resampled(values: np.ndarray, idx: np.ndarray, rng, resample: bool) -> np.ndarray:
-    """Per draw, the mean of ``values[b, idx]`` with ``idx`` resampled (except for draw 0)."""
-    out = np.full(values.shape[0], np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        for b in range(values.shape[0]):
-            pick = rng.choice(idx, len(idx)) if (resample and b > 0) else idx
-            out[b] = np.nanmean(values[b, pick]) if len(pick) else np.nan
     return out
 
 
@@ -188,7 +169,7 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, domains: pd.Series,
     judges = []
     for s, sub in enumerate(names):
         for j, m in enumerate(models):
-            lo, hi = _ci(draws[1:, s, j])
+            lo, hi = _interval(draws[1:, s, j])
             judges.append({"subset": sub, "model": m, "reasoning": flag.iloc[j], "items": int(masks[sub].sum()),
                            "advantage": draws[0, s, j], "advantage_ci_low": lo, "advantage_ci_high": hi})
     judges = pd.DataFrame(judges)
@@ -208,8 +189,8 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, domains: pd.Series,
             vals = draws[:, names.index(sub)]
             ok = np.isfinite(vals[0])
         r, n = np.flatnonzero(ok & is_r), np.flatnonzero(ok & is_n)
-        diff = _mean_resampled(vals, r, rng, True) - _mean_resampled(vals, n, rng, True)
-        lo, hi = _ci(diff[1:])
+        diff = resample.mean_over_resampled_units(vals, r, rng) - resample.mean_over_resampled_units(vals, n, rng)
+        lo, hi = _interval(diff[1:])
         p = np.nan
         if len(r) and len(n):
             from scipy.stats import mannwhitneyu

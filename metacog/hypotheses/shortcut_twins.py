@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from metacog.stats import resample
+
 #: Fewer same-weight twin pairs than this: no mean over pairs is interpreted, and none gets an interval.
 MIN_PAIRS = 5
 #: A judgment with one value on more than this share of its items is near-constant; its pair is excluded.
@@ -79,24 +81,9 @@ def modal_share(confidence: pd.DataFrame) -> pd.Series:
     return confidence.apply(lambda s: s.value_counts(normalize=True).max() if s.notna().any() else np.nan)
 
 
-def _ci(draws, level: float = 0.95) -> tuple[float, float]:
-    d = np.asarray(draws, float)
-    d = d[np.isfinite(d)]
-    if d.size < 10:
-        return np.nan, np.nan
-    lo, hi = np.quantile(d, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return float(lo), float(hi)
-
-
-def _mean_draws(d: np.ndarray, idx: np.ndarray, rng) -> np.ndarray:
-    """The mean over pairs ``idx`` on the data (draw 0) and, per item draw, over resampled pairs."""
-    out = np.full(d.shape[0], np.nan)
-    for b in range(d.shape[0]):
-        pick = rng.choice(idx, len(idx)) if b > 0 else idx
-        vals = d[b, pick]
-        vals = vals[np.isfinite(vals)]
-        out[b] = vals.mean() if vals.size else np.nan
-    return out
+def _interval(draws) -> tuple[float, float]:
+    """95% percentile interval of the finite draws; none from fewer than 10."""
+    return resample.percentile_interval(draws, min_draws=10)
 
 
 def _side(lo: float, hi: float) -> str:
@@ -114,13 +101,13 @@ def _summary(label: str, d: np.ndarray, idx: np.ndarray, rng, min_pairs: int) ->
            "loo_min": np.nan, "loo_max": np.nan, "loo_flips": False, "excluded": ""}
     if len(idx) < min_pairs:
         return row
-    m = _mean_draws(d, idx, rng)
-    lo, hi = _ci(m[1:])
+    m = resample.mean_over_resampled_units(d, idx, rng)
+    lo, hi = _interval(m[1:])
     loo, sides = [], set()
     for k in range(len(idx)):
-        mk = _mean_draws(d, np.delete(idx, k), rng)
+        mk = resample.mean_over_resampled_units(d, np.delete(idx, k), rng)
         loo.append(mk[0])
-        sides.add(_side(*_ci(mk[1:])))
+        sides.add(_side(*_interval(mk[1:])))
     row.update(difference=m[0], difference_ci_low=lo, difference_ci_high=hi, loo_min=float(min(loo)),
                loo_max=float(max(loo)), loo_flips=bool(sides != {_side(lo, hi)}))
     return row
@@ -154,7 +141,7 @@ def twins(draws: np.ndarray, names: list, models: list, flags: pd.DataFrame, con
     rows = []
     for sub, d in per.items():
         for k, (a, b, ex) in enumerate(pairs):
-            lo, hi = _ci(d[1:, k])
+            lo, hi = _interval(d[1:, k])
             rows.append({"pair": f"{a} vs {b}", "exact": ex, "subset": sub, "pairs": 1, "difference": d[0, k],
                          "difference_ci_low": lo, "difference_ci_high": hi, "excluded": excluded[k]})
         ok = kept & np.isfinite(d[0])

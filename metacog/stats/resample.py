@@ -159,3 +159,32 @@ def tetrachoric_stack(X, W, *, correct: float = 0.5, smooth: bool = True, start=
                 m[s] = cor_smooth(m[s])[0]
         rho[sel] = m
     return rho, ok
+
+
+def percentile_interval(draws, *, ci: float = 0.95, min_draws: int = 1) -> tuple[float, float]:
+    """Percentile interval of the finite ``draws``; (NaN, NaN) with fewer than ``min_draws``.
+
+    >>> percentile_interval([1.0, 2.0, 3.0, np.nan], ci=0.5)
+    (1.5, 2.5)
+    """
+    d = np.asarray(draws, dtype=float)
+    d = d[np.isfinite(d)]
+    if d.size < max(1, min_draws):
+        return np.nan, np.nan
+    lo, hi = np.quantile(d, [(1 - ci) / 2, 1 - (1 - ci) / 2])
+    return float(lo), float(hi)
+
+
+def mean_over_resampled_units(values: np.ndarray, units: np.ndarray, rng) -> np.ndarray:
+    """Per draw b (rows of ``values``), the mean of the finite ``values[b, pick]`` where ``pick``
+    is ``units`` on draw 0 (the data) and ``units`` resampled with replacement on every later
+    draw: a second stage that resamples units (pairs of models, groups of judges) on top of the
+    item resamples the rows already hold. NaN where nothing finite is picked."""
+    units = np.asarray(units)
+    out = np.full(values.shape[0], np.nan)
+    for b in range(values.shape[0]):
+        pick = rng.choice(units, len(units)) if (b > 0 and len(units)) else units
+        vals = values[b, pick]
+        vals = vals[np.isfinite(vals)]
+        out[b] = vals.mean() if vals.size else np.nan
+    return out
