@@ -116,7 +116,7 @@ def _signal(gate_table: pd.DataFrame) -> list[str]:
     return gate_table.loc[gate_table["carries_signal"], "model"].tolist()
 
 
-def _mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
+def _mean_ci(x, ci: float = 0.95) -> tuple[float, float, float]:
     """(mean, low, high): a t interval of a mean; NaN ends with fewer than 2 values."""
     x = np.asarray(x, dtype=float)
     x = x[np.isfinite(x)]
@@ -125,7 +125,7 @@ def _mean_ci(x, level: float = 0.95) -> tuple[float, float, float]:
     m = float(x.mean())
     if x.size < 2:
         return m, np.nan, np.nan
-    half = sps.t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
+    half = sps.t.ppf(0.5 + ci / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
     return m, float(m - half), float(m + half)
 
 
@@ -194,13 +194,13 @@ def loss_gains(df: pd.DataFrame, threshold=0.8, gate_table: pd.DataFrame | None 
     return pd.DataFrame(rows)
 
 
-def spearman_ci(rho: float, n: int, level: float = 0.95) -> tuple[float, float]:
+def spearman_ci(rho: float, n: int, ci: float = 0.95) -> tuple[float, float]:
     """Fisher-z interval of a Spearman correlation from ``n`` pairs, with the Fieller, Hartley
     and Pearson variance 1.06 / (n - 3); NaN when n < 4 or rho is missing."""
     if not np.isfinite(rho) or n < 4:
         return np.nan, np.nan
     z = np.arctanh(np.clip(rho, -0.999999, 0.999999))
-    half = sps.norm.ppf(0.5 + level / 2) * np.sqrt(1.06 / (n - 3))
+    half = sps.norm.ppf(0.5 + ci / 2) * np.sqrt(1.06 / (n - 3))
     return float(np.tanh(z - half)), float(np.tanh(z + half))
 
 

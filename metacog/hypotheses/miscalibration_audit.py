@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from metacog.stats import resample
 from metacog.stats.policy import h_proxy, policy_gains, policy_table
 
 PREDICTORS = ("h_proxy", "c0_error", "c0_brier")
@@ -84,12 +85,7 @@ def ocw_flags(confidence: pd.DataFrame, correct: pd.DataFrame, threshold=0.8):
     return rated, wrong, ocw
 
 
-def _multinomial_weights(rng, n: int, n_boot: int) -> np.ndarray:
-    """(n_boot, n) resampling counts: how often each of n units is drawn in each resample."""
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(float)
-
-
-def share_two_way(num: np.ndarray, den: np.ndarray, *, n_boot: int = 1000, level: float = 0.95,
+def share_two_way(num: np.ndarray, den: np.ndarray, *, n_boot: int = 1000, ci: float = 0.95,
                   seed: int = 0) -> tuple[float, float, float]:
     """sum(num) / sum(den) of two items x models 0/1 arrays, with a percentile interval from a
     two-way bootstrap that resamples items and models independently (both are samples).
@@ -100,14 +96,14 @@ def share_two_way(num: np.ndarray, den: np.ndarray, *, n_boot: int = 1000, level
     if den.sum() == 0:
         return np.nan, np.nan, np.nan
     rng = np.random.default_rng(seed)
-    wi = _multinomial_weights(rng, num.shape[0], n_boot)
-    wm = _multinomial_weights(rng, num.shape[1], n_boot)
+    wi = resample.count_weights(rng, num.shape[0], n_boot)
+    wm = resample.count_weights(rng, num.shape[1], n_boot)
     top = ((wi @ num) * wm).sum(axis=1)
     bottom = ((wi @ den) * wm).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         draws = top / bottom
     draws = draws[np.isfinite(draws)]
-    lo, hi = np.quantile(draws, [(1 - level) / 2, 1 - (1 - level) / 2])
+    lo, hi = np.quantile(draws, [(1 - ci) / 2, 1 - (1 - ci) / 2])
     return float(num.sum() / den.sum()), float(lo), float(hi)
 
 
@@ -149,7 +145,7 @@ def permuted_pairs(wrong: np.ndarray, ocw: np.ndarray, *, n_perm: int = 199, see
 
 
 def cooccurrence(wrong: np.ndarray, ocw: np.ndarray, *, n_boot: int = 1000, n_perm: int = 199,
-                 level: float = 0.95, seed: int = 0) -> dict:
+                 ci: float = 0.95, seed: int = 0) -> dict:
     """Do confident errors fall on the same items across models beyond what difficulty predicts?
 
     ``observed``: pairs of models that share a confident error, summed over items; ``expected``:
@@ -171,7 +167,7 @@ def cooccurrence(wrong: np.ndarray, ocw: np.ndarray, *, n_boot: int = 1000, n_pe
     obs = float(_pairs(k).sum())
     exp = float(expected_pairs(W, O).sum())
     rng = np.random.default_rng(seed)
-    wi = _multinomial_weights(rng, W.shape[0], n_boot)
+    wi = resample.count_weights(rng, W.shape[0], n_boot)
     obs_b = wi @ _pairs(k)
     exp_b = (wi * expected_pairs(W, O, wi).T).sum(axis=1)
     null = permuted_pairs(W, O, n_perm=n_perm, seed=seed + 1)
@@ -179,7 +175,7 @@ def cooccurrence(wrong: np.ndarray, ocw: np.ndarray, *, n_boot: int = 1000, n_pe
     eb, vb = _moments(W, O, wi)
     return {"items": int(W.shape[0]), "models": int(W.shape[1]), "errors": int(W.sum()),
             "ocw": int(O.sum()), "observed": obs, "expected": exp, "null_mean": float(null.mean()),
-            "perm": null, "obs_boot": obs_b, "exp_boot": exp_b, "level": level,
+            "perm": null, "obs_boot": obs_b, "exp_boot": exp_b, "ci": ci,
             "dispersion": float(((k - e) ** 2).sum()), "dispersion_expected": float(v.sum()),
             "disp_boot": (wi * ((k[:, None] - eb) ** 2).T).sum(axis=1), "disp_exp_boot": (wi * vb.T).sum(axis=1)}
 
@@ -192,12 +188,12 @@ def _moments(W: np.ndarray, O: np.ndarray, weights: np.ndarray | None = None):
     return (W @ q, W @ (q * (1 - q))) if weights is None else (W @ q.T, W @ (q * (1 - q)).T)
 
 
-def ratio_interval(obs_boot: np.ndarray, exp_boot: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+def ratio_interval(obs_boot: np.ndarray, exp_boot: np.ndarray, ci: float = 0.95) -> tuple[float, float]:
     """Percentile interval of observed / expected from paired resampling draws."""
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.asarray(obs_boot) / np.asarray(exp_boot)
     r = r[np.isfinite(r)]
     if not r.size:
         return np.nan, np.nan
-    lo, hi = np.quantile(r, [(1 - level) / 2, 1 - (1 - level) / 2])
+    lo, hi = np.quantile(r, [(1 - ci) / 2, 1 - (1 - ci) / 2])
     return float(lo), float(hi)

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from metacog.hypotheses.miscalibration_audit import _multinomial_weights, _pairs
+from metacog.hypotheses.miscalibration_audit import _pairs
+from metacog.stats import resample
 
 #: Ridge on the item effects (log-odds): keeps items where every answer is (or none is) confident finite.
 RIDGE = 0.1
@@ -82,7 +83,7 @@ def _half_dispersion(O: np.ndarray, Q: np.ndarray, half: np.ndarray) -> np.ndarr
 
 
 def cooccurrence_item_axis(rated: np.ndarray, confident: np.ndarray, wrong: np.ndarray, *,
-                           n_boot: int = 1000, n_perm: int = 199, n_refit: int = 10, level: float = 0.95,
+                           n_boot: int = 1000, n_perm: int = 199, n_refit: int = 10, ci: float = 0.95,
                            seed: int = 0) -> dict:
     """The co-occurrence statistics of :func:`metacog.hypotheses.miscalibration_audit.cooccurrence`
     (same keys) against the item-axis null of :func:`fit_item_axis`: observed and expected pairs
@@ -116,10 +117,10 @@ def cooccurrence_item_axis(rated: np.ndarray, confident: np.ndarray, wrong: np.n
         if vs > 0:
             ratios.append(_half_dispersion(W & Cs, Qs, hs).sum() / vs)
     inflation = float(np.mean(ratios)) if ratios else 1.0
-    wi = _multinomial_weights(rng, n, n_boot)
+    wi = resample.count_weights(rng, n, n_boot)
     null = np.array([_pairs((rng.random(Q.shape) < Q).sum(axis=1).astype(float)).sum() for _ in range(int(n_perm))])
     return {"items": int(n), "models": int(m), "errors": int(W.sum()), "ocw": int(O.sum()),
             "observed": float(_pairs(k).sum()), "expected": float(exp_i.sum()), "null_mean": float(null.mean()),
-            "perm": null, "obs_boot": wi @ _pairs(k), "exp_boot": wi @ exp_i, "level": level,
+            "perm": null, "obs_boot": wi @ _pairs(k), "exp_boot": wi @ exp_i, "ci": ci,
             "dispersion": float(disp_i.sum()), "dispersion_expected": float(var.sum() * inflation),
             "disp_boot": wi @ disp_i, "disp_exp_boot": (wi @ var) * inflation, "dispersion_inflation": inflation}

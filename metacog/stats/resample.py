@@ -37,10 +37,19 @@ def item_weights(n_items: int, n_boot: int, *, seed=0, chunk: int = 64):
         raise ValueError(f"item_weights: need n_items >= 1 and n_boot >= 1, got {n_items} and {n_boot}.")
     rng = np.random.default_rng(seed)
     for start in range(0, n_boot, chunk):
-        b = min(chunk, n_boot - start)
-        idx = rng.integers(0, n_items, size=(b, n_items))
-        flat = (idx + n_items * np.arange(b)[:, None]).ravel()
-        yield np.bincount(flat, minlength=b * n_items).reshape(b, n_items).astype(float)
+        yield count_weights(rng, n_items, min(chunk, n_boot - start))
+
+
+def count_weights(rng: np.random.Generator, n_units: int, n_draws: int) -> np.ndarray:
+    """(n_draws, n_units) resampling counts drawn from ``rng``: how often each unit (an item, a
+    model) is drawn in each resample of ``n_units`` with replacement.
+
+    >>> count_weights(np.random.default_rng(0), 4, 2).sum(axis=1).tolist()
+    [4.0, 4.0]
+    """
+    idx = rng.integers(0, n_units, size=(n_draws, n_units))
+    flat = (idx + n_units * np.arange(n_draws)[:, None]).ravel()
+    return np.bincount(flat, minlength=n_draws * n_units).reshape(n_draws, n_units).astype(float)
 
 
 def percentile_table(names, estimate, draws, *, ci: float = 0.95, recentre: bool = False) -> pd.DataFrame:
