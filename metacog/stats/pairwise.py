@@ -64,20 +64,15 @@ DIFFICULTY = "difficulty-stratified"
 
 
 def bh_fdr(p) -> np.ndarray:
-    """Benjamini-Hochberg q-values; NaN entries stay NaN and are not counted."""
+    """Benjamini-Hochberg q-values (``scipy.stats.false_discovery_control``); NaN entries stay
+    NaN and are not counted."""
+    from scipy.stats import false_discovery_control
+
     p = np.asarray(p, dtype=float)
     q = np.full(p.shape, np.nan)
     ok = ~np.isnan(p)
-    m = int(ok.sum())
-    if m == 0:
-        return q
-    pv = p[ok]
-    order = np.argsort(pv, kind="mergesort")
-    ranked = pv[order] * m / np.arange(1, m + 1)
-    ranked = np.minimum.accumulate(ranked[::-1])[::-1]
-    out = np.empty(m)
-    out[order] = np.minimum(ranked, 1.0)
-    q[ok] = out
+    if ok.any():
+        q[ok] = false_discovery_control(p[ok], method="bh")
     return q
 
 
