@@ -178,3 +178,11 @@ def test_validate_sources_summarises_each_source_with_its_notes(panel, tmp_path)
     assert summary["models"].tolist() == [7, 7] and summary["items"].tolist() == [45, 45]
     assert not summary["notes"][0]
     assert any("model-02" in note for note in summary["notes"][1])
+
+
+def test_the_command_prints_what_it_wrote(panel, tmp_path):
+    proc = _cli("chapter", "count_models", "--source", str(panel), "--out", str(tmp_path / "o"),
+                "--manifest", str(FIXTURE), "-p", "label", "panel", "--no-html")
+    assert proc.returncode == 0, proc.stderr
+    written = Path(proc.stdout.strip().splitlines()[-1])
+    assert written == tmp_path / "o" / "count_models.ipynb" and written.exists()

@@ -33,7 +33,7 @@ LAYERS = (
     ("metacog.probe", "metacog.power"),
     ("metacog.hypotheses",),  # one module per hypothesis chapter, verdicts
     ("metacog.pages",),  # the other pages: data, audit, benchmark, lab; hygiene
-    ("metacog.manifest", "metacog.book", "metacog.chapter", "metacog.cli"),  # entry points
+    ("metacog.result", "metacog.manifest", "metacog.book", "metacog.chapter", "metacog.cli"),  # entry points
 )
 
 
