@@ -109,6 +109,19 @@ def _code_names(code) -> set[str]:
     return names
 
 
+def _held_callables(value, depth: int = 3) -> list:
+    """The callables a module-level container holds (a registry of functions: a dict of
+    name -> function, a list of (name, function) pairs), looked for ``depth`` levels down."""
+    if depth == 0 or not isinstance(value, (dict, list, tuple, set, frozenset)) or len(value) >= 1000:
+        return []
+    items = list(value.keys()) + list(value.values()) if isinstance(value, dict) else list(value)
+    found = [v for v in items if callable(v)]
+    for v in items:
+        if not callable(v):
+            found += _held_callables(v, depth - 1)
+    return found
+
+
 def _constant_digest(value) -> str | None:
     """A stable text for a plain module-level constant, or None for anything else."""
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
@@ -188,6 +201,7 @@ def code_digest(func) -> str:
                 if callable(v) and _is_ours(_unwrap(v)):
                     todo.append(v)
                 elif not callable(v):
+                    todo.extend(f for f in _held_callables(v) if _is_ours(_unwrap(f)))
                     text = _constant_digest(v)
                     if text is not None:
                         h.update(f"const {n}={text}\n".encode())

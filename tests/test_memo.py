@@ -102,9 +102,9 @@ def test_processes_sharing_the_cache_get_whole_results(cache):
     assert len(stored) == 4 and not list((cache / "results").glob("*.part"))
 
 
-def _load_case(tmp_path, name, helper_body, sentence_body, constant=3):
+def _load_case(tmp_path, name, helper_body, sentence_body, constant=3, registered="x - 1"):
     """A throwaway module inside the metacog namespace: analyse() calls helper(), reads LIMIT,
-    and never calls sentence()."""
+    calls a function it finds in the REGISTRY dict, and never calls sentence()."""
     import importlib.util
     import sys
 
@@ -114,7 +114,9 @@ def _load_case(tmp_path, name, helper_body, sentence_body, constant=3):
         f"LIMIT = {constant}\n\n"
         f"def helper(x):\n    return {helper_body}\n\n"
         f"def sentence(x):\n    return {sentence_body}\n\n"
-        "def analyse(x):\n    return helper(x) + LIMIT\n", encoding="utf-8")
+        f"def registered(x):\n    return {registered}\n\n"
+        "REGISTRY = {'one': [('step', registered)]}\n\n"
+        "def analyse(x):\n    return helper(x) + LIMIT + REGISTRY['one'][0][1](x)\n", encoding="utf-8")
     spec = importlib.util.spec_from_file_location("metacog._memo_case", path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
@@ -127,10 +129,12 @@ def test_code_digest_follows_what_the_function_reaches_and_nothing_else(tmp_path
     wording = _load_case(tmp_path, "wording", "x * 2", "f'{x} panels'")
     helper = _load_case(tmp_path, "helper", "x * 3", "f'{x} models'")
     limit = _load_case(tmp_path, "limit", "x * 2", "f'{x} models'", constant=4)
-    d = {m: memo.code_digest(m.analyse) for m in (base, wording, helper, limit)}
+    held = _load_case(tmp_path, "held", "x * 2", "f'{x} models'", registered="x - 2")
+    d = {m: memo.code_digest(m.analyse) for m in (base, wording, helper, limit, held)}
     assert d[base] == d[wording]  # a sentence helper the analysis never calls leaves the key alone
     assert d[helper] != d[base]  # an edit to a function it calls changes it
     assert d[limit] != d[base]  # so does a module-level constant it reads
+    assert d[held] != d[base]  # and a function it reaches through a registry (a dict of lists)
 
 
 def test_a_real_analysis_key_ignores_its_modules_sentence_helpers():

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from metacog.hypotheses import rank_one as hr
-from metacog.stats import resample, tetrachoric
+from metacog.stats import resample, tables, tetrachoric
 from metacog.stats.tetrachoric import pair_tables
 
 
@@ -34,7 +34,7 @@ def test_weighted_tables_equal_the_tables_of_the_resampled_matrix(gaps):
     X = _panel(gaps=gaps)
     w = next(resample.item_weights(len(X), 1, seed=2))[0]
     copied = np.repeat(X, w.astype(int), axis=0)
-    for got, want in zip(resample.pair_counts(X, w), pair_tables(copied)):
+    for got, want in zip(tables.pair_counts(X, w), pair_tables(copied)):
         assert np.array_equal(got, want)
 
 

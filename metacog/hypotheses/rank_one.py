@@ -31,20 +31,28 @@ MIN_ITEMS = 30
 def _eigen_stats(X: np.ndarray) -> tuple[float, float, float]:
     """(first-eigenvalue share, eig1/eig2, one-factor variance share) of binary ``X``: the plain
     computation, on a matrix (the bootstrap reaches the same numbers from weighted tables)."""
+    return _fit_matrix(X)[0]
+
+
+def _fit_matrix(X: np.ndarray):
+    """(:func:`_eigen_stats`'s three numbers, the unsmoothed tetrachoric matrix, the one-factor
+    uniquenesses) of binary ``X``; the last two are None when fewer than two columns vary."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tet = stats.tetrachoric(pd.DataFrame(X))
-        rho = tet.rho.to_numpy()
-        if rho.shape[0] < 2:
-            return np.nan, np.nan, np.nan
-        return _from_rho(rho)
+    rho = tet.rho.to_numpy()
+    if rho.shape[0] < 2:
+        return (np.nan, np.nan, np.nan), None, None
+    numbers, psi = _from_rho(rho)
+    return numbers, tet.raw_rho.to_numpy(), psi
 
 
-def _from_rho(rho: np.ndarray, start=None) -> tuple[float, float, float]:
+def _from_rho(rho: np.ndarray, start=None):
+    """The three numbers of a correlation matrix, and the one-factor uniquenesses they came with."""
     m = rho.shape[0]
     ev = np.sort(np.linalg.eigvalsh(rho))[::-1]
-    share = stats.one_factor_share(rho, start)[0]
-    return float(ev[0] / m), float(ev[0] / ev[1]) if ev[1] > 0 else np.nan, share
+    share, psi = stats.one_factor_share(rho, start)[:2]
+    return (float(ev[0] / m), float(ev[0] / ev[1]) if ev[1] > 0 else np.nan, share), psi
 
 
 STRUCTURE_STATISTICS = ("first eigenvalue share", "eig1/eig2", "one-factor share")
@@ -67,21 +75,15 @@ def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
     """
     A = X.to_numpy(dtype=float)
     n = A.shape[0]
-    est = _eigen_stats(A)
-    psi0 = raw = None
-    if np.isfinite(est[0]):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tet = stats.tetrachoric(pd.DataFrame(A))
-        psi0, raw = stats.one_factor_share(tet.rho.to_numpy())[1], tet.raw_rho.to_numpy()
-    tables = stats.resample.BinaryTables(A)
+    est, raw, psi0 = _fit_matrix(A)  # the full-sample fit gives the estimate and every resample's start
+    tables = stats.tables.BinaryTables(A)
     draws = []
     for W in stats.resample.item_weights(n, n_boot, seed=seed):
         rho, ok = stats.resample.tetrachoric_stack(tables, W, start=raw if raw is not None and
                                                    raw.shape[0] == A.shape[1] else None)
         for r in range(len(W)):
             if ok[r] and psi0 is not None and rho.shape[1] == psi0.size:
-                draws.append(_from_rho(rho[r], psi0))
+                draws.append(_from_rho(rho[r], psi0)[0])
             else:
                 draws.append(_eigen_stats(np.repeat(A, W[r].astype(int), axis=0)))
     return stats.resample.percentile_table(STRUCTURE_STATISTICS, est, np.array(draws), ci=ci, recentre=True)

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from .resample import percentile_table
+
 
 def _z(ci: float) -> float:
     if not 0 < ci < 1:
@@ -204,17 +206,14 @@ def _as_2d(out, batch: int, where: str) -> np.ndarray:
 
 
 def _percentiles(draws: np.ndarray, ci: float):
-    """Percentile interval, standard error and count of the finite draws, per column."""
-    alpha = (1 - ci) / 2
+    """Percentile interval (:func:`metacog.stats.resample.percentile_table`), standard error and
+    count of the finite draws, per column."""
+    table = percentile_table(range(draws.shape[1]), np.full(draws.shape[1], np.nan), draws, ci=ci)
     ok = np.isfinite(draws)
     with np.errstate(all="ignore"):
-        lo = np.array([np.quantile(draws[ok[:, j], j], alpha) if ok[:, j].any() else np.nan
-                       for j in range(draws.shape[1])])
-        hi = np.array([np.quantile(draws[ok[:, j], j], 1 - alpha) if ok[:, j].any() else np.nan
-                       for j in range(draws.shape[1])])
         se = np.array([np.std(draws[ok[:, j], j], ddof=1) if ok[:, j].sum() > 1 else np.nan
                        for j in range(draws.shape[1])])
-    return lo, hi, se, ok.sum(axis=0)
+    return table["ci_low"].to_numpy(), table["ci_high"].to_numpy(), se, table["n_boot"].to_numpy()
 
 
 def bootstrap_items(stat: Callable, matrix, *, n_boot: int = 2000, ci: float = 0.95, seed: int = 0,

@@ -52,6 +52,7 @@ from scipy.stats import hypergeom
 
 from . import stratified
 from .blas import single_blas_thread
+from .tables import BinaryTables, cross_counts
 from .validate import as_binary_frame, check_aligned
 
 _ALTS = ("greater", "less", "two-sided")
@@ -262,41 +263,17 @@ def pairwise_calibration(confidence, correct, drop_unanimous: bool | str = False
 
 class TauTables:
     """Confidence ``C`` and correctness ``Y`` (items x models, 0/1/NaN) prepared once for many
-    weighted tau-b matrices (:meth:`tau`), e.g. one per bootstrap resample. Integer weights
-    (bootstrap counts) use float32 products, which are exact for counts below 2**24."""
+    weighted tau-b matrices (:meth:`tau`), e.g. one per bootstrap resample; the tables come from
+    :func:`metacog.stats.tables.cross_counts`."""
 
     def __init__(self, C: np.ndarray, Y: np.ndarray):
-        C, Y = np.asarray(C, dtype=float), np.asarray(Y, dtype=float)
-        self.n_items = C.shape[0]
-        self.c_gaps, self.y_gaps = bool(np.isnan(C).any()), bool(np.isnan(Y).any())
-        self.Ct = np.ascontiguousarray(np.nan_to_num(C).T)  # models x items
-        self.Mct = np.ascontiguousarray((~np.isnan(C)).astype(float).T)
-        self.Y1 = np.nan_to_num(Y)
-        self.My = (~np.isnan(Y)).astype(float)
-        self._f32 = None
-
-    def _arrays(self, exact32: bool):
-        if not exact32:
-            return self.Ct, self.Mct, self.Y1, self.My
-        if self._f32 is None:
-            self._f32 = tuple(a.astype(np.float32) for a in (self.Ct, self.Mct, self.Y1, self.My))
-        return self._f32
+        self.confidence, self.correct = BinaryTables(C), BinaryTables(Y)
+        self.n_items = self.confidence.n_items
 
     def tau(self, weights=None) -> np.ndarray:
         """K[j, k] = Kendall tau-b (phi) of confidence column j and correctness column k, over the
         items both have, each item weighted by ``weights`` (default 1); NaN where undefined."""
-        w = np.ones(self.n_items) if weights is None else np.asarray(weights, dtype=float)
-        exact32 = bool(w.sum() < 2**24 and np.array_equal(w, np.round(w)))
-        Ct, Mct, Y1, My = self._arrays(exact32)
-        ww = w.astype(Y1.dtype)[:, None]
-        Y1w = Y1 * ww
-        n11 = (Ct @ Y1w).astype(float)
-        if self.y_gaps:  # general case: counts over the items both columns have
-            Myw = My * ww
-            n, a = (Mct @ Myw).astype(float), (Ct @ Myw).astype(float)
-        else:  # every target has every item: judge-only sums, no matrix products
-            n, a = (self.Mct @ w)[:, None], (self.Ct @ w)[:, None]
-        b = (Mct @ Y1w).astype(float) if self.c_gaps else Y1w.sum(axis=0, dtype=float)[None, :]
+        n, a, b, n11 = cross_counts(self.confidence, self.correct, weights)
         den = a * (n - a) * b * (n - b)
         with np.errstate(divide="ignore", invalid="ignore"):
             K = (n * n11 - a * b) / np.sqrt(den)

@@ -3,7 +3,7 @@
 A bootstrap resample of the items of an items x models matrix is a vector of counts, how often
 each item was drawn. Every statistic the book resamples depends on the items only through
 weighted sums: the 2x2 tables of a pair of binary columns (tetrachoric correlation, Kendall's
-tau-b, which is phi for 0/1 data) are ``X'diag(w)Y`` products. So a resample costs one matrix
+tau-b, which is phi for 0/1 data) are ``X'diag(w)Y`` products (:mod:`metacog.stats.tables`). So a resample costs one matrix
 product per table, never a copy of the matrix, and the per-pair work (fitting a tetrachoric
 correlation, a tau-b) runs once over all pairs of a chunk of resamples.
 
@@ -19,6 +19,7 @@ import pandas as pd
 from scipy.special import ndtri
 
 from .blas import single_blas_thread
+from .tables import BinaryTables, pair_counts, prepared  # noqa: F401 (the tables every resample uses)
 from .tetrachoric import cor_smooth, fit_rho
 
 
@@ -77,53 +78,6 @@ def percentile_table(names, estimate, draws, *, ci: float = 0.95, recentre: bool
     return pd.DataFrame(rows)
 
 
-class BinaryTables:
-    """A 0/1/NaN items x k matrix prepared for weighted 2x2 tables: the 1s as a dense float32
-    matrix (counts of up to 2**24 items are exact in float32) and the gaps as a sparse one, so
-    that a resample costs one dense product and a few sparse ones."""
-
-    def __init__(self, X):
-        from scipy import sparse
-
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2:
-            raise ValueError(f"BinaryTables: need an items x columns matrix, got shape {X.shape}.")
-        gaps = np.isnan(X)
-        self.n_items, self.k = X.shape
-        self.ones = np.ascontiguousarray(np.where(gaps, 0.0, X))
-        self.ones32 = self.ones.astype(np.float32)
-        self.gaps = sparse.csc_matrix(gaps.astype(float)) if gaps.any() else None
-        self.seen = (~gaps).astype(float)
-
-
-def pair_counts(X, w) -> tuple:
-    """Weighted complete-case 2x2 tables (n00, n01, n10, n11) of every pair of columns of ``X``
-    (items x k, 0/1/NaN) with item weights ``w``; each k x k, first index the row variable.
-
-    >>> X = np.array([[1, 1], [1, 0], [0, 0.]])
-    >>> [float(t[0, 1]) for t in pair_counts(X, [1, 2, 1])]
-    [1.0, 0.0, 2.0, 1.0]
-    """
-    T = X if isinstance(X, BinaryTables) else BinaryTables(X)
-    w = np.asarray(w, dtype=float)
-    xw = T.ones32 * w.astype(np.float32)[:, None]
-    n11 = (xw.T @ T.ones32).astype(float)
-    ones_w = T.ones.T @ w  # weighted 1s of each column
-    if T.gaps is None:
-        n1_ = np.broadcast_to(ones_w[:, None], n11.shape)
-        nn = w.sum()
-    else:
-        gw = T.gaps.multiply(w[:, None]).tocsc()  # weighted gaps
-        miss_w = np.asarray(gw.sum(axis=0)).ravel()
-        # row variable 1 and column variable present = its weighted 1s minus those where j is missing
-        n1_ = ones_w[:, None] - np.asarray((gw.T @ T.ones).T)
-        nn = w.sum() - miss_w[:, None] - miss_w[None, :] + (gw.T @ T.gaps).toarray()
-    n10 = n1_ - n11
-    n01 = n1_.T - n11
-    n00 = nn - n11 - n10 - n01
-    return n00, n01, n10, n11
-
-
 def _thresholds(B: BinaryTables, W: np.ndarray) -> np.ndarray:
     """(b x k) tetrachoric thresholds under each weight row; inf/NaN where a column is constant."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -141,7 +95,7 @@ def tetrachoric_stack(X, W, *, correct: float = 0.5, smooth: bool = True, start=
     rho[r] is then NaN. ``start`` (k x k, e.g. the full sample's unsmoothed estimate) is where
     the fit of every pair begins; it changes the number of steps, not the result.
     """
-    B = X if isinstance(X, BinaryTables) else BinaryTables(X)
+    B = prepared(X)
     W = np.atleast_2d(np.asarray(W, dtype=float))
     b, k = W.shape[0], B.ones.shape[1]
     iu, ju = np.triu_indices(k, 1)

@@ -26,6 +26,7 @@ from scipy.special import ndtr, ndtri
 
 from .blas import single_blas_thread
 from .bvn import bvn_cdf, bvn_pdf
+from .tables import pair_counts
 from .validate import as_binary_frame
 
 
@@ -66,19 +67,13 @@ class TetrachoricResult:
 
 
 def pair_tables(X: np.ndarray):
-    """Complete-case 2x2 counts for every column pair at once.
+    """Complete-case 2x2 counts for every column pair at once: :func:`metacog.stats.tables.pair_counts`
+    with every item weighted 1.
 
     X is items x k with 0/1/NaN. Returns arrays (k x k) n00, n01, n10, n11 where the first
     index is the row variable (column i of X) and the second the column variable (column j).
     """
-    M = (~np.isnan(X)).astype(float)
-    X1 = np.nan_to_num(X, nan=0.0)
-    X0 = M - X1
-    n11 = X1.T @ X1
-    n10 = X1.T @ X0
-    n01 = X0.T @ X1
-    n00 = X0.T @ X0
-    return n00, n01, n10, n11
+    return pair_counts(X)
 
 
 def cell_probs(rho, tx, ty):

@@ -1,0 +1,122 @@
+"""Weighted 2x2 tables of binary columns: the one place the book counts them.
+
+Every pairwise statistic of 0/1 data the book computes (tetrachoric correlation, Kendall's
+tau-b, which is phi for 0/1 data) depends on the items only through the 2x2 table of each pair
+of columns. With item weights ``w`` (1 for the data, bootstrap counts for a resample) each cell
+is a product ``A' diag(w) B`` of indicator matrices, so a table of every pair costs a few matrix
+products. :class:`BinaryTables` prepares a 0/1/NaN matrix once; :func:`pair_counts` gives the
+tables of its columns against each other, :func:`cross_counts` those of two matrices' columns.
+Integer weights below 2**24 in total use float32 products, which are exact there.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+EXACT32 = 2**24  # float32 represents every integer up to this exactly
+
+
+class BinaryTables:
+    """A 0/1/NaN items x k matrix prepared for weighted 2x2 tables: its 1s (``ones``) and where
+    it has a value (``seen``) as dense matrices, float32 copies of both for integer weights, and
+    its gaps as a sparse matrix (``gaps``; None when nothing is missing).
+
+    >>> T = BinaryTables([[1, 0], [np.nan, 1]])
+    >>> T.ones.tolist(), T.seen.tolist(), T.has_gaps
+    ([[1.0, 0.0], [0.0, 1.0]], [[1.0, 1.0], [0.0, 1.0]], True)
+    """
+
+    def __init__(self, X):
+        from scipy import sparse
+
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2:
+            raise ValueError(f"BinaryTables: need an items x columns matrix, got shape {X.shape}.")
+        missing = np.isnan(X)
+        self.n_items, self.k = X.shape
+        self.has_gaps = bool(missing.any())
+        self.ones = np.ascontiguousarray(np.where(missing, 0.0, X))
+        self.seen = (~missing).astype(float)
+        self.gaps = sparse.csc_matrix(missing.astype(float)) if self.has_gaps else None
+        self._f32 = None
+
+    def as32(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ones, seen) as float32 (made once, on first use)."""
+        if self._f32 is None:
+            self._f32 = (self.ones.astype(np.float32), self.seen.astype(np.float32))
+        return self._f32
+
+
+def prepared(X) -> BinaryTables:
+    """``X`` as :class:`BinaryTables` (unchanged when it already is)."""
+    return X if isinstance(X, BinaryTables) else BinaryTables(X)
+
+
+def exact_in_float32(w: np.ndarray) -> bool:
+    """Whether weights ``w`` are integers summing below 2**24, so float32 products count exactly."""
+    return bool(w.sum() < EXACT32 and np.array_equal(w, np.round(w)))
+
+
+def _weights(T: BinaryTables, w) -> np.ndarray:
+    w = np.ones(T.n_items) if w is None else np.asarray(w, dtype=float)
+    if w.shape != (T.n_items,):
+        raise ValueError(f"weights: need one weight per item ({T.n_items}), got shape {w.shape}.")
+    return w
+
+
+def pair_counts(X, w=None) -> tuple:
+    """Weighted complete-case 2x2 tables (n00, n01, n10, n11) of every pair of columns of ``X``
+    (items x k, 0/1/NaN, or :class:`BinaryTables`) with item weights ``w`` (default 1); each
+    k x k, the first index the row variable.
+
+    >>> X = np.array([[1, 1], [1, 0], [0, 0.]])
+    >>> [float(t[0, 1]) for t in pair_counts(X, [1, 2, 1])]
+    [1.0, 0.0, 2.0, 1.0]
+    >>> [float(t[0, 1]) for t in pair_counts(X)]
+    [1.0, 0.0, 1.0, 1.0]
+    """
+    T = prepared(X)
+    w = _weights(T, w)
+    ones = T.as32()[0] if exact_in_float32(w) else T.ones
+    n11 = ((ones * w.astype(ones.dtype)[:, None]).T @ ones).astype(float)
+    ones_w = T.ones.T @ w  # weighted 1s of each column
+    if T.gaps is None:
+        n1_ = np.broadcast_to(ones_w[:, None], n11.shape)
+        nn = w.sum()
+    else:
+        gw = T.gaps.multiply(w[:, None]).tocsc()  # weighted gaps
+        miss_w = np.asarray(gw.sum(axis=0)).ravel()
+        # row variable 1 and column variable present = its weighted 1s minus those where j is missing
+        n1_ = ones_w[:, None] - np.asarray((gw.T @ T.ones).T)
+        nn = w.sum() - miss_w[:, None] - miss_w[None, :] + (gw.T @ T.gaps).toarray()
+    n10 = n1_ - n11
+    n01 = n1_.T - n11
+    n00 = nn - n11 - n10 - n01
+    return n00, n01, n10, n11
+
+
+def cross_counts(A, B, w=None) -> tuple:
+    """Margins of the weighted 2x2 tables of every column of ``A`` against every column of ``B``
+    (same items), over the items both have: (n, a, b, n11), each ``A.k x B.k`` — ``n`` items in
+    common, ``a`` of them 1 in A's column, ``b`` 1 in B's column, ``n11`` 1 in both.
+
+    >>> n, a, b, n11 = cross_counts([[1], [0], [np.nan]], [[1], [1], [0]])
+    >>> [float(v[0, 0]) for v in (n, a, b, n11)]
+    [2.0, 1.0, 2.0, 1.0]
+    """
+    A, B = prepared(A), prepared(B)
+    if A.n_items != B.n_items:
+        raise ValueError(f"cross_counts: the two matrices have {A.n_items} and {B.n_items} items.")
+    w = _weights(A, w)
+    (a1, aseen), (b1, bseen) = (A.as32(), B.as32()) if exact_in_float32(w) else \
+        ((A.ones, A.seen), (B.ones, B.seen))
+    ww = w.astype(b1.dtype)[:, None]
+    b1w = b1 * ww
+    n11 = (a1.T @ b1w).astype(float)
+    if B.has_gaps:  # counts over the items both columns have
+        bseen_w = bseen * ww
+        n, a = (aseen.T @ bseen_w).astype(float), (a1.T @ bseen_w).astype(float)
+    else:  # every column of B has every item: A-only sums
+        n, a = (A.seen.T @ w)[:, None], (A.ones.T @ w)[:, None]
+    b = (aseen.T @ b1w).astype(float) if A.has_gaps else b1w.sum(axis=0, dtype=float)[None, :]
+    return np.broadcast_to(n, n11.shape), np.broadcast_to(a, n11.shape), np.broadcast_to(b, n11.shape), n11
