@@ -13,7 +13,7 @@ Where things are (packages from the lowest layer up; each imports only lower one
   recording declared runs;
 - :mod:`metacog.probe` (the hidden-state noise probe and its study), :mod:`metacog.power`
   (simulated populations, power curves, the simulator matched to a dataset);
-- :mod:`metacog.hypotheses`: one module per hypothesis chapter, plus panels and verdicts;
+- :mod:`metacog.hypotheses`: one module or subpackage per hypothesis chapter, plus panels and verdicts;
 - :mod:`metacog.pages`: the data, audit, benchmark and lab pages, and the built book's hygiene scan;
 - :mod:`metacog.manifest` (the manifest and parameters cells), :mod:`metacog.book` (execute
   and render), :mod:`metacog.chapter` (one chapter on your own

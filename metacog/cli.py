@@ -115,14 +115,14 @@ def _place(args) -> int:
     for bad input, checked before any call)."""
     import dataclasses
 
-    from metacog.pages import place_run
+    from metacog.pages.place import run as placing
 
     try:
-        place_run.check(args.panel, args.model, args.api_base, args.n_items, args.probe, args.responses,
+        placing.check(args.panel, args.model, args.api_base, args.n_items, args.probe, args.responses,
                         args.max_tokens, args.concurrency)
         _check_out_folder(args.out, "--out")
         if args.responses:
-            args.model = place_run.model_of(args.responses)
+            args.model = placing.model_of(args.responses)
     except Exception as exc:  # noqa: BLE001 - ValueError or ChapterInputError: bad input
         print(f"metacog place: {exc}", file=sys.stderr)
         return 2
@@ -130,7 +130,7 @@ def _place(args) -> int:
     if args.responses:
         responses = str(Path(args.responses).expanduser().resolve())
     else:
-        responses = str(place_run.collect(args.model, out, api_base=args.api_base, n_items=args.n_items,
+        responses = str(placing.collect(args.model, out, api_base=args.api_base, n_items=args.n_items,
                                           seed=args.seed, cache=args.cache, max_tokens=args.max_tokens,
                                           concurrency=args.concurrency, progress=not args.no_progress))
     from metacog.book import execute_chapter, load_manifest
@@ -143,7 +143,7 @@ def _place(args) -> int:
     executed = execute_chapter(chapter, out)
     page = executed
     if not args.no_html:
-        page = place_run.render_html(executed)
+        page = placing.render_html(executed)
     print(os.fspath(page))
     return 0
 

@@ -216,7 +216,7 @@ def test_timing_sentence_names_only_the_run_and_says_when_unknown():
 
 
 def test_quantities_never_shows_a_float_or_list_repr():
-    from metacog.hypotheses.miscalibration_dynamics import stable_but_wrong
+    from metacog.hypotheses.miscalibration.dynamics import stable_but_wrong
     from metacog.tidy.report import quantities
 
     shown = quantities(stable_but_wrong().summary()).set_index("quantity")["value"]

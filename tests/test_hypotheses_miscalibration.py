@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metacog.hypotheses import miscalibration_audit as mc
+from metacog.hypotheses.miscalibration import audit as mc
 from metacog.probe import study
 from metacog.hypotheses import miscalibration as hm
-from metacog.hypotheses import miscalibration_population as hpop
+from metacog.hypotheses.miscalibration import population as hpop
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
 
 

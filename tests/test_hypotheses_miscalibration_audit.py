@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from metacog.hypotheses import miscalibration_audit
+from metacog.hypotheses.miscalibration import audit
 def synthetic(seed=0, n_domains=6, n_items=20):
     """C0 answers confidently; C2 abstains exactly where C0 was wrong, more so in 'hard' domains."""
     rng = np.random.default_rng(seed)
@@ -23,7 +23,7 @@ def synthetic(seed=0, n_domains=6, n_items=20):
 
 def test_domain_table_gains_and_predictors():
     df = synthetic()
-    t = miscalibration_audit.domain_table(df).set_index("domain")
+    t = audit.domain_table(df).set_index("domain")
     # abstaining on a wrong C0 answer at 0.9 changes the loss from 0.81 to 0.25: gain 0.56 per such item
     d0 = df[(df.domain == "d0") & (df.probe == "c0")]
     expected = (d0.correct == 0).mean() * (0.81 - 0.25)
@@ -33,8 +33,8 @@ def test_domain_table_gains_and_predictors():
 
 
 def test_every_predictor_ranks_domains_like_the_gain_here():
-    t = miscalibration_audit.domain_table(synthetic())
-    r = miscalibration_audit.ranking(t).set_index("predictor")
+    t = audit.domain_table(synthetic())
+    r = audit.ranking(t).set_index("predictor")
     assert r.loc["c0_error", "spearman"] == pytest.approx(1.0)
     rho, _ = sps.spearmanr(t["h_proxy"], t["gain"])
     assert r.loc["h_proxy", "spearman"] == pytest.approx(rho)
@@ -43,4 +43,4 @@ def test_every_predictor_ranks_domains_like_the_gain_here():
 
 def test_unknown_policy_is_refused():
     with pytest.raises(ValueError, match="policy 'c9'"):
-        miscalibration_audit.domain_table(synthetic(), policy="c9")
+        audit.domain_table(synthetic(), policy="c9")

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from metacog.hypotheses.miscalibration_dynamics import LinearGaussianLoop, stable_but_wrong
+from metacog.hypotheses.miscalibration.dynamics import LinearGaussianLoop, stable_but_wrong
 
 
 def test_unstable_A_raises_clear_error():

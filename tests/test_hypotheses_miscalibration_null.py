@@ -5,9 +5,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metacog.hypotheses import miscalibration_audit as mc
-from metacog.hypotheses import miscalibration_null as mn
-from metacog.hypotheses import miscalibration_population as hpop
+from metacog.hypotheses.miscalibration import audit as mc
+from metacog.hypotheses.miscalibration import null as mn
+from metacog.hypotheses.miscalibration import population as hpop
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, decide_meaningful
 
 

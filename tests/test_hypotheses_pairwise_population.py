@@ -7,7 +7,7 @@ import pytest
 
 from metacog import stats
 from metacog.hypotheses import pairwise as hp
-from metacog.hypotheses import pairwise_population as pp
+from metacog.hypotheses.pairwise import population as pp
 from metacog.power import simulate
 
 

@@ -8,7 +8,7 @@ from metacog import stats
 
 from metacog.power import simulate
 from metacog.hypotheses import pairwise as hp
-from metacog.hypotheses import pairwise_third_person as tp
+from metacog.hypotheses.pairwise import third_person as tp
 from metacog.hypotheses import rank_one as hr
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
 

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 from metacog.hypotheses import power as hw
-from metacog.hypotheses import power_design as hd
-from metacog.hypotheses import power_display as hv
+from metacog.hypotheses.power import design as hd
+from metacog.hypotheses.power import display as hv
 from metacog.tidy.report import pretty
 from metacog.power.simulate import population
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from metacog.stats import auroc
-from metacog.hypotheses.reasoning_text_probe import FEATURES, ReasoningTextProbe, compare_auroc, features, sample_mean_auroc
+from metacog.hypotheses.reasoning_text.probe import FEATURES, ReasoningTextProbe, compare_auroc, features, sample_mean_auroc
 
 SURE = ["I definitely know this; it is a well-known fact.", "I recall this clearly from my training.",
         "This is basic and straightforward, certainly yes.", "I remember the answer, of course."]
@@ -134,7 +134,7 @@ def test_probe_bad_input():
 
 
 def test_text_vs_judgment_beats_an_uninformative_judgment_when_the_text_carries_the_signal():
-    from metacog.hypotheses.reasoning_text_probe import text_vs_judgment
+    from metacog.hypotheses.reasoning_text.probe import text_vs_judgment
 
     rng = np.random.default_rng(0)
     n = 200
@@ -153,7 +153,7 @@ def test_text_vs_judgment_beats_an_uninformative_judgment_when_the_text_carries_
 
 
 def test_sample_matrix_aligns_samples_with_the_outcome():
-    from metacog.hypotheses.reasoning_text_probe import sample_matrix
+    from metacog.hypotheses.reasoning_text.probe import sample_matrix
 
     rows = []
     for model in ("m1", "m2"):

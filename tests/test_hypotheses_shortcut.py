@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from metacog.hypotheses import shortcut_detect
+from metacog.hypotheses.shortcut import detect
 from metacog.hypotheses import shortcut as hs
-from metacog.hypotheses import shortcut_display as sd
+from metacog.hypotheses.shortcut import display as sd
 from metacog.hypotheses.pairwise import tau_matrix
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
 
@@ -154,10 +154,10 @@ def test_item_subsets_leave_unlabelled_items_out_of_formal_and_other():
 
 def test_cohen_kappa_and_agreement():
     t = np.array([1, 1, 0, 0, 1, 0, 0, 0] * 5)
-    assert shortcut_detect.cohen_kappa(t, t) == pytest.approx(1.0)
+    assert detect.cohen_kappa(t, t) == pytest.approx(1.0)
     p = t.copy()
     p[:4] = 1 - p[:4]
-    a = shortcut_detect.agreement(t, p, n_boot=500).set_index("statistic")
+    a = detect.agreement(t, p, n_boot=500).set_index("statistic")
     assert a.at["accuracy", "estimate"] == pytest.approx(36 / 40)
     assert a.at["accuracy", "ci_low"] < 0.9 < a.at["accuracy", "ci_high"]
     # kappa by hand: po = 0.9, pe = pt*pp + (1-pt)(1-pp)
@@ -165,14 +165,14 @@ def test_cohen_kappa_and_agreement():
     pe = pt * pp + (1 - pt) * (1 - pp)
     assert a.at["Cohen's kappa", "estimate"] == pytest.approx((0.9 - pe) / (1 - pe))
     with pytest.raises(ValueError, match="only 0 and 1"):
-        shortcut_detect.agreement([0, 2], [0, 1])
+        detect.agreement([0, 2], [0, 1])
 
 
 def test_detector_against_the_hand_labels():
-    labels = shortcut_detect.hand_labels()
+    labels = detect.hand_labels()
     assert len(labels) == 40 and labels["solves_inline"].sum() >= 5
-    flagged = shortcut_detect.detect_inline_solving(labels["text"])["inline_solving"].astype(int)
-    a = shortcut_detect.agreement(labels["solves_inline"], flagged).set_index("statistic")
+    flagged = detect.detect_inline_solving(labels["text"])["inline_solving"].astype(int)
+    a = detect.agreement(labels["solves_inline"], flagged).set_index("statistic")
     # recorded finding: symbolic working is caught, step-by-step prose (legal clauses) is missed
     assert a.at["specificity", "estimate"] == 1.0
     assert 0.4 <= a.at["sensitivity", "estimate"] < 1.0
@@ -189,7 +189,7 @@ def test_hand_labels_name_the_row_when_a_text_changed(tmp_path):
     bad = tmp_path / "labels.csv"
     bad.write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match="data row 1 of labels.csv changed"):
-        shortcut_detect.hand_labels(bad)
+        detect.hand_labels(bad)
 
 
 def test_chapter_runs_on_a_small_synthetic_source(tmp_path):
@@ -223,7 +223,7 @@ def test_source_without_flags_gets_one_sentence_and_no_verdict(tmp_path):
 
 
 def test_domain_plot_table_drops_panels_with_too_few_twin_pairs():
-    from metacog.hypotheses import shortcut_display as sd
+    from metacog.hypotheses.shortcut import display as sd
 
     rows = []
     for panel, pairs in (("big", 6), ("small", 2)):

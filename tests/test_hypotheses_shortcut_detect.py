@@ -3,8 +3,8 @@ import pytest
 
 import numpy as np
 
-from metacog.hypotheses import shortcut_detect
-from metacog.hypotheses.shortcut_detect import CUES, cue_table, detect_inline_solving
+from metacog.hypotheses.shortcut import detect
+from metacog.hypotheses.shortcut.detect import CUES, cue_table, detect_inline_solving
 
 POSITIVE = [
     "Let me compute: 17 * 23 = 391, so yes, I can answer this.",
@@ -122,19 +122,19 @@ def _population_with_reasoning_signal():
 
 
 def test_pair_types_are_labelled_judge_first():
-    assert shortcut_detect.pair_type(True, False) == "R-N"
-    assert shortcut_detect.pair_type(False, True) == "N-R"
+    assert detect.pair_type(True, False) == "R-N"
+    assert detect.pair_type(False, True) == "N-R"
     pairs = pd.DataFrame({"judge": ["a", "a", "b"], "target": ["a", "b", "a"]})
-    out = shortcut_detect.label_pairs(pairs, {"a": True, "b": False})
+    out = detect.label_pairs(pairs, {"a": True, "b": False})
     assert list(out["pair_type"]) == ["R-R", "R-N", "N-R"]
     with pytest.raises(ValueError, match=r"\['c'\]"):
-        shortcut_detect.label_pairs(pd.DataFrame({"judge": ["c"], "target": ["a"]}), {"a": True})
+        detect.label_pairs(pd.DataFrame({"judge": ["c"], "target": ["a"]}), {"a": True})
 
 
 def test_planted_reasoning_self_signal_shows_only_in_its_group():
     conf, corr, groups, reasoning = _population_with_reasoning_signal()
-    pairs = shortcut_detect.calibration_by_group(conf, corr, groups, reasoning, control=False)
-    s = shortcut_detect.summarise_pair_types(pairs)
+    pairs = detect.calibration_by_group(conf, corr, groups, reasoning, control=False)
+    s = detect.summarise_pair_types(pairs)
     self_rr = s[(s.pair_type == "R-R") & (s.kind == "self")].set_index("group")["mean_tau"]
     self_nn = s[(s.pair_type == "N-N") & (s.kind == "self")].set_index("group")["mean_tau"]
     assert self_rr["formal"] > self_rr["other"] + 0.3
@@ -146,7 +146,7 @@ def test_planted_reasoning_self_signal_shows_only_in_its_group():
 def test_groups_must_cover_every_item():
     conf, corr, groups, reasoning = _population_with_reasoning_signal()
     with pytest.raises(ValueError, match="has no group"):
-        shortcut_detect.calibration_by_group(conf, corr, groups.iloc[:-1], reasoning)
+        detect.calibration_by_group(conf, corr, groups.iloc[:-1], reasoning)
 
 
 def test_self_advantage_is_self_minus_mean_other_per_judge():
@@ -154,7 +154,7 @@ def test_self_advantage_is_self_minus_mean_other_per_judge():
         "group": ["g"] * 4, "judge": ["a", "a", "b", "b"], "target": ["a", "b", "a", "b"],
         "self": [True, False, False, True], "tau": [0.5, 0.1, 0.2, 0.3],
         "judge_reasoning": [True, True, False, False]})
-    adv = shortcut_detect.self_advantage(pairs).set_index("judge")
+    adv = detect.self_advantage(pairs).set_index("judge")
     assert adv.loc["a", "advantage"] == pytest.approx(0.4)
     assert adv.loc["b", "advantage"] == pytest.approx(0.1)
     assert bool(adv.loc["a", "judge_reasoning"]) and not bool(adv.loc["b", "judge_reasoning"])

@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 
 from metacog.hypotheses import shortcut as hs
-from metacog.hypotheses import shortcut_display as sd
-from metacog.hypotheses import shortcut_twins as st
+from metacog.hypotheses.shortcut import display as sd
+from metacog.hypotheses.shortcut import twins as st
 from metacog.hypotheses.verdict import INSUFFICIENT, SUPPORTED
 
 CLAIMS = {"all items": "thinking helps"}

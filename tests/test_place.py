@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 
 from metacog.elicit.protocols import calibration_study as cs
-from metacog.pages import place, place_stats
+from metacog.pages import place
+from metacog.pages.place.stats import metric_ranks, recalibrate
 
 
 # ---- the protocol ------------------------------------------------------------------------------
@@ -57,7 +58,7 @@ def test_metric_ranks_match_definitions_and_rank_the_best_first():
     C = rng.random((150, 4))
     Y = (rng.random((150, 4)) < C).astype(float)
     C[:, 3] = 0.5 + 0.01 * rng.random(150)  # an uninformative model
-    t = place_stats.metric_ranks(pd.DataFrame(C), pd.DataFrame(Y), n_boot=50)
+    t = metric_ranks(pd.DataFrame(C), pd.DataFrame(Y), n_boot=50)
     got = t.set_index(["model", "metric"])["value"]
     for j in range(4):
         assert got[(j, "auroc")] == pytest.approx(auroc(Y[:, j], C[:, j]))
@@ -72,7 +73,7 @@ def test_recalibration_lowers_ece_of_an_overconfident_model():
     p = rng.uniform(0.2, 0.8, 600)
     y = (rng.random(600) < p).astype(float)
     stated = np.clip(p + 0.2, 0, 1)  # says 20 points more than it gets right
-    t = place_stats.recalibrate(stated, y).set_index("method")
+    t = recalibrate(stated, y).set_index("method")
     assert t.loc["Platt", "ece"] < t.loc["as stated", "ece"] / 2
     assert t.loc["isotonic", "ece"] < t.loc["as stated", "ece"] / 2
     assert (t["n_items"] == 600).all()

@@ -9,7 +9,11 @@ the loop test on the module-level imports alone is kept too, because it names th
 would break ``import`` itself.
 
 The layers, lowest first (README "Layout"): a module may import its own package and the
-packages of lower layers, never a higher layer nor another package of its own layer.
+packages of lower layers, never a higher layer nor another package of its own layer. A chapter's
+subpackage (``metacog.hypotheses.shortcut``: the chapter's API in ``__init__``, its helpers
+``detect``, ``display``, ``twins``) is part of its layer's package, so its modules import each
+other and their package freely; anything they import from outside obeys the same rules as any
+other module of the layer.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ LAYERS = (
     ("metacog.benchmarks",),
     ("metacog.elicit",),  # asking models, the local panel, recording runs
     ("metacog.probe", "metacog.power"),
-    ("metacog.hypotheses",),  # one module per hypothesis chapter, verdicts
+    ("metacog.hypotheses",),  # one module or subpackage per hypothesis chapter, verdicts
     ("metacog.pages",),  # the other pages: data, audit, benchmark, lab; hygiene
     ("metacog.result", "metacog.manifest", "metacog.book", "metacog.chapter", "metacog.cli"),  # entry points
 )
@@ -168,6 +172,17 @@ def test_graph_reader_sees_known_edges():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+def test_graph_reader_sees_chapter_subpackages():
+    g = import_graph(eager_only=True)
+    pop = g["metacog.hypotheses.miscalibration.population"]
+    assert {"metacog.hypotheses.miscalibration.audit", "metacog.hypotheses.miscalibration.null"} <= pop
+    assert "metacog.hypotheses.miscalibration" not in pop  # its own package runs before it, not from it
+    assert "metacog.hypotheses.miscalibration.audit" in g["metacog.hypotheses.miscalibration"]
+    lazy = import_graph(eager_only=False)
+    # from outside, importing a chapter's helper also runs the chapter's package
+    assert {"metacog.hypotheses.shortcut", "metacog.hypotheses.shortcut.detect"} <= lazy["metacog.pages.benchmark"]
+
+
 def test_settings_is_the_bottom_layer():
     assert import_graph(eager_only=False)["metacog.settings"] == set()
 
@@ -213,6 +228,20 @@ def test_layer_checks_would_catch_a_bad_edge():
     assert layer("metacog.elicit.record") > layer("metacog.data.recorded")
     assert _unit("metacog.probe.study") != _unit("metacog.power.curves")
     assert layer("metacog.pages.lab") > layer("metacog.hypotheses.verdict")
+    assert layer("metacog.pages.place.run") > layer("metacog.hypotheses.shortcut.detect")
+    assert _unit("metacog.hypotheses.shortcut.detect") == _unit("metacog.hypotheses.shortcut") == "metacog.hypotheses"
+    assert _unit("metacog.pages.benchmark.gate") != _unit("metacog.hypotheses.shortcut.twins")
+
+
+def test_chapter_helpers_live_in_their_chapters_package():
+    """A chapter's helpers are modules of its subpackage (``shortcut/detect.py``), never
+    siblings named after it (``<chapter>_<helper>.py``)."""
+    prefixed = []
+    for pkg in ("hypotheses", "pages"):
+        here = PACKAGE / pkg
+        names = {p.stem for p in here.glob("*.py")} | {p.name for p in here.iterdir() if (p / "__init__.py").is_file()}
+        prefixed += sorted(f"{pkg}/{m}" for m in names for n in names if m.startswith(n + "_"))
+    assert prefixed == [], f"helpers named after a chapter instead of inside its package: {prefixed}"
 
 
 def test_no_package_module_reaches_into_notebooks():

@@ -198,7 +198,7 @@ def _miscalibration(p: dict) -> list[Found]:
     from metacog.benchmarks import audit
     from metacog.data import load_responses
     from metacog.hypotheses import miscalibration as hm
-    from metacog.hypotheses import miscalibration_population as hpop
+    from metacog.hypotheses.miscalibration import population as hpop
     from metacog.hypotheses.panels import panels
 
     sources, cuts = p["sources"], p.get("cuts") or {}

@@ -5,7 +5,7 @@ Every number a benchmark page shows comes from here, with its interval and its n
 - :func:`model_gate` / :func:`display_gate` / :func:`gate_sentence` / :func:`no_signal_notice`
   — the adequacy gate (:func:`metacog.hypotheses.adequacy.adequacy`) on the attempts a
   judgment is scored against, chance read from the items' own answer sets, with a minimum
-  of correct and of parsed answers (:mod:`metacog.pages.benchmark_gate`);
+  of correct and of parsed answers (:mod:`metacog.pages.benchmark.gate`);
 - :func:`context_gain` / :func:`gain_verdicts` / :func:`gain_sentence` — accuracy with and
   without the hidden context, the paired gain with an Agresti-Min interval, and whether the
   prospective question ("could you answer without the context?") is well posed at all;
@@ -26,7 +26,7 @@ from scipy import stats as sps
 
 from metacog.hypotheses.adequacy import MIN_CORRECT, MIN_PARSE, judgment_gate  # noqa: F401 (re-exported)
 from metacog.hypotheses.common import short_model
-from metacog.pages.benchmark_gate import (GATE_FAILED, display_gate, failures, gate_sentence,  # noqa: F401
+from metacog.pages.benchmark.gate import (GATE_FAILED, display_gate, failures, gate_sentence,  # noqa: F401
                                           model_gate, no_signal_notice, which)
 from metacog.tidy.report import fmt_ci, fmt_count, fmt_list, fmt_num, pretty
 from metacog.stats.intervals import auroc_ci, proportion_ci
@@ -276,11 +276,11 @@ def judge_target(responses: pd.DataFrame, probe: str = "prospective") -> tuple[p
 def inline_table(responses: pd.DataFrame, probes=("prospective", "counterfactual")):
     """Share of confidence rationales flagged as inline solving, per model and probe, with a
     Wilson interval and the number of rationales."""
-    from metacog.hypotheses import shortcut_detect
+    from metacog.hypotheses.shortcut import detect
     r = responses[responses["probe"].isin(probes)].dropna(subset=["reasoning_text"])
     if r.empty:
         return pd.DataFrame(columns=["model", "probe", "rationales", "flagged", "share", "ci_low", "ci_high"])
-    flags = shortcut_detect.detect_inline_solving(r["reasoning_text"])["inline_solving"].to_numpy()
+    flags = detect.detect_inline_solving(r["reasoning_text"])["inline_solving"].to_numpy()
     g = r.assign(flag=flags.astype(int)).groupby(["model", "probe"])["flag"].agg(["size", "sum"]).reset_index()
     ci = [proportion_ci(int(k), int(n)) for k, n in zip(g["sum"], g["size"])]
     return pd.DataFrame({"model": g["model"].map(short_model), "probe": g["probe"], "rationales": g["size"],

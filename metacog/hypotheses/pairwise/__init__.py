@@ -7,7 +7,7 @@ with one name each (paper 1's base-rate-matched null and the book's stricter
 difficulty-stratified null) — and the self-versus-other test, each on all items and on
 contested items (items on which the models do not all agree), with bootstrap intervals
 over items and the counts behind them. Paper 1's per-model internal against population
-AUROC is in :mod:`metacog.hypotheses.pairwise_population`.
+AUROC is in :mod:`metacog.hypotheses.pairwise.population`.
 
 Paper 1's own prospective figures are in :data:`PAPER1` for the side-by-side table; they
 are typed from the paper, not computed here.

@@ -2,7 +2,7 @@
 
 Models agree on which items look easy: an item that draws confidence from one model tends to
 draw it from all of them. A null that flags each model's errors as confident independently of
-the item (each model's own rate, :func:`metacog.hypotheses.miscalibration_audit.cooccurrence`)
+the item (each model's own rate, :func:`metacog.hypotheses.miscalibration.audit.cooccurrence`)
 ignores that shared axis, so any agreement on which items *feel* easy shows up as "confident
 errors clustering on items", however small. This null keeps it: the confident flag of model
 ``j`` on item ``i`` follows a main-effects (rank-one on the logit scale) model
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from metacog.hypotheses.miscalibration_audit import _pairs
+from metacog.hypotheses.miscalibration.audit import _pairs
 from metacog.stats import resample
 
 #: Ridge on the item effects (log-odds): keeps items where every answer is (or none is) confident finite.
@@ -85,7 +85,7 @@ def _half_dispersion(O: np.ndarray, Q: np.ndarray, half: np.ndarray) -> np.ndarr
 def cooccurrence_item_axis(rated: np.ndarray, confident: np.ndarray, wrong: np.ndarray, *,
                            n_boot: int = 1000, n_perm: int = 199, n_refit: int = 10, ci: float = 0.95,
                            seed: int = 0) -> dict:
-    """The co-occurrence statistics of :func:`metacog.hypotheses.miscalibration_audit.cooccurrence`
+    """The co-occurrence statistics of :func:`metacog.hypotheses.miscalibration.audit.cooccurrence`
     (same keys) against the item-axis null of :func:`fit_item_axis`: observed and expected pairs
     of models sharing a confident error, their item-bootstrap draws, parametric null draws
     (``perm``), and the dispersion of the items' confident-error counts.

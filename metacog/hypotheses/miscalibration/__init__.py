@@ -7,10 +7,10 @@ Three parts, each on any source that has what it needs:
   behind the model adequacy gate (:func:`gate`): a model at chance stays in the tables,
   marked, and out of the verdicts;
 - the hidden-state study replayed from ``data/probe/``, in
-  :mod:`metacog.hypotheses.miscalibration_hidden` (re-exported here: :func:`hidden_table`,
+  :mod:`metacog.hypotheses.miscalibration.hidden` (re-exported here: :func:`hidden_table`,
   :func:`hidden_verdicts`, :func:`damping`);
 - confident errors across a population of models, in
-  :mod:`metacog.hypotheses.miscalibration_population`.
+  :mod:`metacog.hypotheses.miscalibration.population`.
 
 :func:`verdict_paragraph` writes the closing prose from every verdict.
 """
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from metacog.hypotheses import miscalibration_audit
+from metacog.hypotheses.miscalibration import audit
 from metacog.hypotheses.adequacy import adequacy
 from metacog.hypotheses.common import short_model
 from metacog.tidy.report import fmt_list, fmt_num, fmt_range
@@ -31,7 +31,7 @@ from metacog.stats.intervals import proportion_ci
 from metacog.stats.policy import POLICIES, policy_table
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, decide
 
-from metacog.hypotheses.miscalibration_hidden import (  # noqa: F401  (the chapter's one namespace)
+from metacog.hypotheses.miscalibration.hidden import (  # noqa: F401  (the chapter's one namespace)
     EQUIVALENCE_MARGIN, MIN_GROUP_ITEMS, damping, display_hidden, equivalent, hidden_table,
     hidden_verdicts, probe_chance_sentence, probe_studies, sweep_sentence)
 
@@ -206,12 +206,12 @@ def spearman_ci(rho: float, n: int, ci: float = 0.95) -> tuple[float, float]:
 
 def domain_ranking(df: pd.DataFrame, threshold=0.8, lam: float = 1.0,
                    gate_table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(domains, ranks): :func:`metacog.hypotheses.miscalibration_audit.domain_table` (per model and domain: the
+    """(domains, ranks): :func:`metacog.hypotheses.miscalibration.audit.domain_table` (per model and domain: the
     C2 gain over C0, H_proxy and the label baselines) and per model and predictor the Spearman
     correlation with the gain across domains, with ``ci_low``/``ci_high`` and ``at_chance``."""
     thr = 0.8 if threshold == "median" else float(threshold)
-    domains = miscalibration_audit.domain_table(df, policy="c2", lam=lam, threshold=thr)
-    ranks = miscalibration_audit.ranking(domains)
+    domains = audit.domain_table(df, policy="c2", lam=lam, threshold=thr)
+    ranks = audit.ranking(domains)
     ci = [spearman_ci(r, d) for r, d in zip(ranks["spearman"], ranks["domains"])]
     ranks["ci_low"], ranks["ci_high"] = [c[0] for c in ci], [c[1] for c in ci]
     if gate_table is not None:

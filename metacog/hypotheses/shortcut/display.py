@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from metacog.hypotheses.shortcut import CONTRAST, MIN_JUDGES, MIN_PAIRS
-from metacog.hypotheses.shortcut_twins import ALL_PAIRS, NEAR_CONSTANT, SAME, design
+from metacog.hypotheses.shortcut.twins import ALL_PAIRS, NEAR_CONSTANT, SAME, design
 
 ORDER = ("all items", "formal items", "other items", CONTRAST)
 

@@ -22,8 +22,8 @@ correctness) :func:`analyse`
 :func:`verdicts` decides, per panel, whether T exceeds its matched null, with ``detectable``
 (the excess the design detects with the target power) from step 3, so a null from an
 underpowered design reads "insufficient evidence". Page tables and prose are in
-:mod:`metacog.hypotheses.power_display`; the panel-free parts of the chapter (recovery checks,
-the power grid, the design of the local panel) in :mod:`metacog.hypotheses.power_design`.
+:mod:`metacog.hypotheses.power.display`; the panel-free parts of the chapter (recovery checks,
+the power grid, the design of the local panel) in :mod:`metacog.hypotheses.power.design`.
 """
 
 from __future__ import annotations

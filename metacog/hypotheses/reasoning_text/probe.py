@@ -27,7 +27,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 
-from metacog.hypotheses.shortcut_detect import detect_inline_solving
+from metacog.hypotheses.shortcut.detect import detect_inline_solving
 from metacog.stats import auroc
 
 
@@ -112,7 +112,7 @@ def features(texts, questions=None) -> pd.DataFrame:
     unfamiliarity, difficulty and ease words, references to the hidden context,
     negations, question restatement, first person), ``numbers`` (digit runs),
     ``operators`` and ``equals`` (inline computation), ``question_marks``,
-    ``inline_score`` (the :mod:`metacog.hypotheses.shortcut_detect` inline-solving score) and
+    ``inline_score`` (the :mod:`metacog.hypotheses.shortcut.detect` inline-solving score) and
     ``question_overlap`` (share of the question's content words repeated in the
     text; 0 when ``questions`` is not given). Missing texts count as empty.
     """

@@ -2,7 +2,7 @@
 
 For each ``"source:probe"`` with reasoning text this module keeps the models that follow the
 output format and whose answers carry signal (the same gate as the benchmark pages), fits the
-cross-validated text probe of :mod:`metacog.hypotheses.reasoning_text_probe` on their pooled texts, and compares its
+cross-validated text probe of :mod:`metacog.hypotheses.reasoning_text.probe` on their pooled texts, and compares its
 AUROC with the model's own judgment (the verbal Yes/No, and the first-token P(Yes) where the
 source has it): each AUROC with DeLong's interval and its counts, the difference with a paired
 item bootstrap. :func:`verdicts` decides the claim per source; :func:`sampling_baseline`
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from metacog.hypotheses import reasoning_text_probe
+from metacog.hypotheses.reasoning_text import probe as text_probe
 from metacog.memo import memo
 from metacog.hypotheses.adequacy import ungated
 from metacog.hypotheses.common import short_model
@@ -95,7 +95,7 @@ def compare(rows: pd.DataFrame, *, text: str = "reasoning_text", cv: int = 5, C:
     pair. Raises ValueError when a class is too small to cross-validate."""
     cols = [c for c in JUDGMENTS if c in rows and rows[c].notna().any()]
     rows = rows.dropna(subset=[text, "correct", *cols])
-    probe = reasoning_text_probe.ReasoningTextProbe(C=C, cv=cv, seed=seed).fit(rows[text].astype(str).tolist(),
+    probe = text_probe.ReasoningTextProbe(C=C, cv=cv, seed=seed).fit(rows[text].astype(str).tolist(),
                                                                    rows["correct"].to_numpy())
     scores = {"text_probe": probe.oof_proba_, **{c: rows[c].to_numpy(dtype=float) for c in cols}}
     out = []
@@ -105,7 +105,7 @@ def compare(rows: pd.DataFrame, *, text: str = "reasoning_text", cv: int = 5, C:
                "ci_low": r.ci_low, "ci_high": r.ci_high, "diff": np.nan, "diff_ci_low": np.nan,
                "diff_ci_high": np.nan}
         if name != "text_probe":
-            b = reasoning_text_probe.compare_auroc(probe.y_, {"text_probe": probe.oof_proba_, name: s},
+            b = text_probe.compare_auroc(probe.y_, {"text_probe": probe.oof_proba_, name: s},
                                         n_boot=n_boot, seed=seed, reference=name).set_index("score")
             row.update(diff=b.at["text_probe", "diff_vs_ref"], diff_ci_low=b.at["text_probe", "diff_ci_low"],
                        diff_ci_high=b.at["text_probe", "diff_ci_high"])
@@ -258,7 +258,7 @@ def sampling_baseline(sampled: pd.DataFrame, outcomes: pd.DataFrame, kept: list,
                       C: float = 1.0, seed: int = 0, greedy: dict | None = None,
                       sampled_text: str = "the first sampled reasoning text") -> tuple[pd.DataFrame, dict, str]:
     """The mean of ``k`` sampled yes/no judgments against the text probe on one sampled call,
-    on the ``kept`` models. Returns (the k-curve of :func:`metacog.hypotheses.reasoning_text_probe.sample_mean_auroc`,
+    on the ``kept`` models. Returns (the k-curve of :func:`metacog.hypotheses.reasoning_text.probe.sample_mean_auroc`,
     the probe's AUROC row with DeLong's interval, a sentence saying what the comparison shows).
 
     The probe here reads ``sampled_text`` (sample 0 of the sampled run), which is not the greedy
@@ -266,12 +266,12 @@ def sampling_baseline(sampled: pd.DataFrame, outcomes: pd.DataFrame, kept: list,
     table's text-probe row for the same pairs: auroc, ci_low, ci_high, n_pos, n_neg, texts) is
     quoted beside it so the page never shows two values for one statistic unlabelled."""
     s = sampled[sampled["model"].isin(kept)]
-    J, y = reasoning_text_probe.sample_matrix(s, outcomes, "prospective")
-    curve = reasoning_text_probe.sample_mean_auroc(y.to_numpy(), J.to_numpy(), seed=seed)
+    J, y = text_probe.sample_matrix(s, outcomes, "prospective")
+    curve = text_probe.sample_mean_auroc(y.to_numpy(), J.to_numpy(), seed=seed)
     first = (s[(s["probe"] == "prospective") & (s["sample"] == 0)].drop(columns=["correct"])
              .merge(y.rename("correct").reset_index(), on=["model", "item_id"]))
     first = first.dropna(subset=["reasoning_text"])
-    probe = reasoning_text_probe.ReasoningTextProbe(C=C, cv=cv, seed=seed).fit(first["reasoning_text"].astype(str).tolist(),
+    probe = text_probe.ReasoningTextProbe(C=C, cv=cv, seed=seed).fit(first["reasoning_text"].astype(str).tolist(),
                                                                    first["correct"].to_numpy())
     r = auroc_ci(probe.y_, probe.oof_proba_, min_class=MIN_CLASS)
     row = {"auroc": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high, "n_pos": r.n_pos, "n_neg": r.n_neg,
@@ -330,16 +330,16 @@ def ablation(rows: pd.DataFrame, drop, *, cv: int = 5, C: float = 1.0, seed: int
     names), on the same rows and folds; one row each with DeLong's interval."""
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
-    unknown = sorted(set(drop) - set(reasoning_text_probe.FEATURES))
+    unknown = sorted(set(drop) - set(text_probe.FEATURES))
     if unknown:
-        raise ValueError(f"ablation: {unknown} are not features; they are {reasoning_text_probe.FEATURES}.")
-    X = reasoning_text_probe.features(rows["reasoning_text"].astype(str).tolist())
+        raise ValueError(f"ablation: {unknown} are not features; they are {text_probe.FEATURES}.")
+    X = text_probe.features(rows["reasoning_text"].astype(str).tolist())
     y = rows["correct"].to_numpy(dtype=float)
     folds = StratifiedKFold(n_splits=int(cv), shuffle=True, random_state=seed)
     out = []
-    for label, cols in (("all features", list(reasoning_text_probe.FEATURES)),
-                        ("without " + fmt_list(list(drop)), [f for f in reasoning_text_probe.FEATURES if f not in drop])):
-        pipe = reasoning_text_probe.ReasoningTextProbe(C=C, cv=cv, seed=seed)._pipeline()
+    for label, cols in (("all features", list(text_probe.FEATURES)),
+                        ("without " + fmt_list(list(drop)), [f for f in text_probe.FEATURES if f not in drop])):
+        pipe = text_probe.ReasoningTextProbe(C=C, cv=cv, seed=seed)._pipeline()
         p = cross_val_predict(pipe, X[cols].to_numpy(), y, cv=folds, method="predict_proba")[:, 1]
         r = auroc_ci(y, p, min_class=MIN_CLASS)
         out.append({"features": label, "texts": len(y), "n_pos": r.n_pos, "n_neg": r.n_neg, "auroc": r.estimate,

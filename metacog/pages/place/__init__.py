@@ -27,7 +27,7 @@ import pandas as pd
 from metacog.elicit.protocols.ask import PROBES, n_options, to_tidy  # noqa: F401 - part of this page's API
 from metacog.hypotheses.adequacy import adequacy
 from metacog.hypotheses.verdict import Verdict, cap, decide
-from metacog.pages.place_stats import metric_ranks, recalibrate
+from metacog.pages.place.stats import metric_ranks, recalibrate
 from metacog.stats.population import internal_population
 from metacog.tidy.report import fmt_ci, fmt_count, fmt_num
 

@@ -1,5 +1,5 @@
 """Page tables and prose for the power chapter, from the tables of
-:mod:`metacog.hypotheses.power` and :mod:`metacog.hypotheses.power_design`.
+:mod:`metacog.hypotheses.power` and :mod:`metacog.hypotheses.power.design`.
 
 Every function returns a DataFrame of display columns (``pretty()`` it for a page) or a
 string of prose; none computes a statistic.

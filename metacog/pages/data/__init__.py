@@ -35,7 +35,7 @@ from scipy import stats as sps
 from metacog.stats.intervals import bootstrap_items, proportion_ci
 from metacog.tidy import tables
 from metacog.tidy.report import fmt_ci, fmt_count
-from metacog.pages.data_spar import (  # noqa: F401  (re-exported)
+from metacog.pages.data.spar import (  # noqa: F401  (re-exported)
     SPAR_PROBES, TEMPERATURE_STATS, spar_coverage, spar_games, spar_left_out, spar_lost_games,
     spar_temperature_sentence, spar_temperature_table, spar_unnamed_variants)
 

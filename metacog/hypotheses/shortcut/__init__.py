@@ -27,8 +27,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from metacog.hypotheses.shortcut_twins import MIN_PAIRS, NEAR_CONSTANT, SAME, label, name_twins, twin_pairs  # noqa: F401
-from metacog.hypotheses.shortcut_twins import _interval
+from metacog.hypotheses.shortcut.twins import MIN_PAIRS, NEAR_CONSTANT, SAME, label, name_twins, twin_pairs  # noqa: F401
+from metacog.hypotheses.shortcut.twins import _interval
 from metacog.stats import resample
 from metacog.tidy.report import fmt_count
 
@@ -54,7 +54,7 @@ def reasoning_flags(models, source: str, reasoning_models=()) -> pd.DataFrame:
     models count as non-reasoning; otherwise their flag stays NA (left out of every comparison).
     Before that, a model the table lacks whose name marks a thinking run ('X-think' beside 'X'
     or 'X-nothink', as spar names them) is flagged from its name, with its same-weight twin
-    (:func:`metacog.hypotheses.shortcut_twins.name_twins`).
+    (:func:`metacog.hypotheses.shortcut.twins.name_twins`).
     """
     from metacog.data.model_metadata import DATASETS, flags_for
 
@@ -203,7 +203,7 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, domains: pd.Series,
     groups = pd.DataFrame(groups, columns=["subset", "reasoning_judges", "other_judges", "mean_reasoning",
                                            "mean_non_reasoning", "difference", "difference_ci_low",
                                            "difference_ci_high", "p_mann_whitney"])
-    from metacog.hypotheses.shortcut_twins import twins
+    from metacog.hypotheses.shortcut.twins import twins
 
     return {"judges": judges, "groups": groups,
             "twins": twins(draws, names, models, flags, confidence, rng, contrast=CONTRAST),
@@ -297,7 +297,7 @@ def verdicts(result: dict) -> list:
     """Each claim of :data:`_CLAIMS` decided per panel with :func:`metacog.hypotheses.verdict.decide`.
 
     Judge comparisons need :data:`MIN_JUDGES` judges in each group; twin comparisons are
-    decided on same-weight twins alone by :func:`metacog.hypotheses.shortcut_twins.twin_verdicts`
+    decided on same-weight twins alone by :func:`metacog.hypotheses.shortcut.twins.twin_verdicts`
     (:data:`MIN_PAIRS` pairs, near-constant pairs out, leave-one-pair-out). The claim is that the
     difference (or difference of differences) lies above 0. Each claim names its panel and the
     design its judgments come from.
@@ -315,7 +315,7 @@ def verdicts(result: dict) -> list:
                           direction="greater", n={"reasoning judges": int(r["reasoning_judges"]),
                                                   "non-reasoning judges": int(r["other_judges"])},
                           min_counts={"reasoning judges": MIN_JUDGES, "non-reasoning judges": MIN_JUDGES}))
-    from metacog.hypotheses.shortcut_twins import twin_verdicts
+    from metacog.hypotheses.shortcut.twins import twin_verdicts
 
     out += twin_verdicts(result["twins"], {sub: c for (kind, sub), c in _CLAIMS.items() if kind == "twins"})
     return out

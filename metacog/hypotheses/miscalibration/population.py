@@ -12,7 +12,7 @@ above chance, :func:`analyse` gives per domain (an MMLU-Pro category, say) and o
   null that keeps the shared item axis: each model's errors stay where they are, and whether
   an error is confident follows a main-effects model of confidence (the item's shared pull
   towards confidence, the model's level, its drop when wrong), fitted per domain
-  (:func:`metacog.hypotheses.miscalibration_null.cooccurrence_item_axis`). An independence null,
+  (:func:`metacog.hypotheses.miscalibration.null.cooccurrence_item_axis`). An independence null,
   which flags each model's errors without regard to the item, would count models' shared sense
   of which items look easy as clustering. The ratio is 1 under the null; its interval comes
   from a bootstrap over items stratified by domain, its p-value from parametric draws; it is
@@ -27,11 +27,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from metacog.hypotheses import miscalibration_audit as mc
+from metacog.hypotheses.miscalibration import audit as mc
 from metacog.hypotheses.adequacy import ungated
 from metacog.hypotheses.common import panel_columns, short_model
-from metacog.hypotheses.miscalibration_hidden import EQUIVALENCE_MARGIN
-from metacog.hypotheses.miscalibration_null import cooccurrence_item_axis
+from metacog.hypotheses.miscalibration.hidden import EQUIVALENCE_MARGIN
+from metacog.hypotheses.miscalibration.null import cooccurrence_item_axis
 from metacog.hypotheses.verdict import decide_meaningful
 
 #: Fewer models above chance than this and co-occurrence across models is not analysed.
