@@ -120,8 +120,9 @@ def test_audit_sources_without_policies_are_named(tmp_path):
     path = tmp_path / "panel.csv"
     write_responses(example_responses(n_models=3, n_items=10, seed=0), path)
     res = ap.analyse_sources([str(path)])
-    assert res["gate"].empty and str(path) in res["skipped"]
-    assert "no answers under the audit policies" in ap.skipped_sentence(res["skipped"])
+    assert res["gate"].empty and list(res["skipped"]) == ["panel.csv"]  # by its file name, never its folder
+    assert "The source panel.csv is left out: it has no answers under the audit policies" in \
+        ap.skipped_sentence(res["skipped"])
 
 
 def test_display_verdicts_hides_numbers_resting_on_too_few_cases():

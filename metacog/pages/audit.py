@@ -156,13 +156,16 @@ def analyse_sources(sources: list[str], *, n_bins: int = 10, strategy: str = "un
     ``policy`` columns: keys 'gate' (:func:`metacog.pages.benchmark.model_gate` per policy),
     'scores' (:func:`audit_scores`), 'calibration' (:func:`overconfidence`), 'verdicts' (a list
     of :class:`Verdict`: knowledge, confidence, overconfidence), 'responses' ({source: rows})
-    and 'skipped' ({source: why it has no audit policies})."""
+    and 'skipped' ({source: why it has no audit policies}). A source is named as a page names
+    it (:func:`metacog.data.responses.source_name`): a file by its file name, never its folder."""
     from metacog.pages.benchmark import model_gate
     from metacog.data import load_responses
+    from metacog.data.responses import source_name
 
     out = {"gate": [], "scores": [], "calibration": [], "verdicts": [], "responses": {}, "skipped": {}}
-    for src in sources:
-        df = load_responses(src)
+    for given in sources:
+        df = load_responses(given)
+        src = source_name(given)
         pols = policies(df)
         if not pols:
             out["skipped"][src] = (f"it has no answers under the audit policies c0, c1 or c2 (its probes: "

@@ -165,14 +165,17 @@ def score(responses: pd.DataFrame, policy: str = "c0", *, min_items: int = 20) -
 def compare(lab: pd.DataFrame, sources: list[str], policy: str = "c0", *,
             min_items: int = 20) -> tuple[pd.DataFrame, dict]:
     """:func:`score` of the lab's responses (run :data:`LAB`) stacked over the score of every
-    source under the same policy (run = the source's name). Returns (table, skipped), skipped
-    mapping a source without ``policy`` answers to a sentence saying why."""
+    source under the same policy (run = the source's name, a file's by its file name only:
+    :func:`metacog.data.responses.source_name`). Returns (table, skipped), skipped mapping a
+    source without ``policy`` answers (by that name) to a sentence saying why."""
     from metacog.data import load_responses
+    from metacog.data.responses import source_name
 
     parts = [score(lab, policy, min_items=min_items).assign(run=LAB)]
     skipped = {}
-    for src in sources:
-        df = load_responses(src)
+    for given in sources:
+        df = load_responses(given)
+        src = source_name(given)
         if policy not in set(df["probe"].dropna().astype(str)):
             skipped[src] = (f"it has no answers under {policy.upper()} (its probes: "
                             f"{', '.join(sorted(map(str, df['probe'].dropna().unique())))})")

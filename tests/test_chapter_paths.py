@@ -1,0 +1,49 @@
+"""The audit and lab chapters name a user's file by its file name only (issue #23).
+
+Each chapter is rendered with ``metacog chapter`` on two files in a folder with a distinctive
+name: one answered under the audit policies c0/c1/c2 (a slice of the recorded run
+``audit_policies``), one without them (left out, and named as such). The rendered page must
+name both files, never their folder, and pass the strict hygiene scan.
+"""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from metacog import chapter
+from metacog.pages.hygiene import scan_html
+
+FOLDER = "my folder QZX"
+COLUMNS = ["model", "item_id", "benchmark", "probe", "domain", "decision", "confidence", "p_yes", "correct"]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    from metacog.data import load_responses
+
+    folder = tmp_path_factory.mktemp("paths") / FOLDER
+    folder.mkdir()
+    rec = load_responses("audit_policies")
+    rec = rec[rec["model"] != "local/qwen2.5-coder-0.5b"]  # two models keep the pages short
+    answers = folder / "answers x.csv"
+    rec[COLUMNS].to_csv(answers, index=False)
+    other = folder / "other y.csv"
+    rec[rec["probe"] == "c0"][COLUMNS].assign(probe="verbal_confidence").to_csv(other, index=False)
+    return answers, other
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, parameters", [
+    ("audit", {"n_examples": 2}),
+    ("lab", {"n_items": 30, "live": False}),
+])
+def test_a_user_file_is_named_by_its_file_name_only(name, parameters, files, tmp_path):
+    answers, other = files
+    page = chapter.run(name, [str(answers), str(other)], tmp_path / "out", parameters=parameters).page
+    html = page.read_text()
+    assert FOLDER not in html and str(answers.parent) not in html, "a folder of the user's machine is on the page"
+    assert answers.name in html and other.name in html
+    assert f"The source {other.name} is left out" in html
+    found = scan_html(page.parent, strict=True, sources=[answers.name, other.name], model_counts=[2])
+    assert found.empty, "\n" + found.to_string(index=False, max_colwidth=110)
