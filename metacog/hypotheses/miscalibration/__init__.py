@@ -360,7 +360,8 @@ def verdict_paragraph(verdicts: list) -> str:
             why = f" The evidence falls short because {reasons[0]}."
         elif reasons:
             why = " The evidence falls short: " + "; ".join(
-                f"for {v.claim.split(': ', 1)[0]}, {v.reason}" for v in short_of) + "."
+                v.reason if v.reason.startswith(short(v.claim.split(": ", 1)[0]))
+                else f"for {v.claim.split(': ', 1)[0]}, {v.reason}" for v in short_of) + "."
         else:
             why = ""
         parts.append(f"“{claim[0].upper()}{claim[1:]}”: {'; '.join(said)}.{why}")
