@@ -351,8 +351,11 @@ def no_model_notice(result: dict) -> str:
     """A MyST warning for the top of the page when no source pools any model (every model with
     reasoning text is at chance or off-format): the page then gives no estimate and draws no
     verdict. Lists each source's models with the rule each fails, as the benchmark pages do
-    (:func:`metacog.pages.benchmark.gate.no_signal_notice`). '' when some source pools a model."""
-    from metacog.pages.benchmark.gate import failures
+    (the benchmark pages' ``no_signal_notice``). '' when some source pools a model."""
+    def failures(r) -> str:  # the failed rules of one gate row, as the benchmark pages word them
+        if isinstance(r.get("failures"), str) and r["failures"]:
+            return r["failures"]
+        return "" if r["carries_signal"] else str(r.get("reason", ""))
 
     if any(kept for kept, _ in result["models"].values()):
         return ""
