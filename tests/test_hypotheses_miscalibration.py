@@ -216,3 +216,48 @@ def test_probe_chance_sentence_agrees_with_one_model():
     assert "81" not in one and "it the OCW-against-CC contrast" in one
     two = hm.probe_chance_sentence(gate, ["local/a", "local/b"])
     assert two.startswith("1 of the 2 probed models (local/a) answers the probed items at chance")
+
+
+def _two_gate(chance_a, chance_b):
+    return pd.DataFrame({"model": ["org/SmolLM2-135M", "org/qwen2.5-coder-0.5b"], "accuracy": [0.52, 0.48],
+                         "ci_low": [0.43, 0.39], "ci_high": [0.61, 0.57], "at_chance": [chance_a, chance_b],
+                         "carries_signal": [not chance_a, not chance_b]})
+
+
+def test_damping_verdict_is_gated_and_quotes_the_plain_contrast():
+    studies = {"org/SmolLM2-135M": _study(), "org/qwen2.5-coder-0.5b": _study(seed=1)}
+    table = hm.hidden_table(studies, n_boot=200)
+    # a mix: the first model passes the gate, the second answers at chance
+    v = hm.hidden_verdicts(table, _two_gate(False, True))
+    damp_pass, damp_chance = v[1], v[3]
+    assert damp_pass.status == SUPPORTED and "self-critique against plain (paper 2's contrast)" in damp_pass.reason
+    assert damp_chance.status == INSUFFICIENT
+    assert "answers at chance (C0 accuracy 0.48, exact 95% CI 0.39–0.57)" in damp_chance.reason
+    assert "0.5B model, where paper 2 probed 7–8B models" in damp_chance.reason
+    assert "self-critique against plain (paper 2's contrast) changes it by −20.0%" in damp_chance.reason
+    # both at chance: the paragraph quotes each model's own accuracy and never says "all of" two
+    text = hm.verdict_paragraph(hm.hidden_verdicts(table, _two_gate(True, True)))
+    assert "all of" not in text
+    assert "C0 accuracy 0.52" in text and "C0 accuracy 0.48" in text
+    assert "Self-critique damps the perturbation beyond its length”: insufficient evidence for" in text
+
+
+def test_model_size_reads_the_name():
+    from metacog.hypotheses.miscalibration.hidden import model_size
+    assert [model_size(m) for m in ("SmolLM2-135M-Instruct", "Qwen2.5-Coder-1.5B", "gpt-4o")] == ["135M", "1.5B", ""]
+
+
+def test_abstention_sentence_bound_is_the_tables_largest_rate():
+    summaries = {"a": pd.DataFrame({"policy": ["c0", "c1", "c2"], "abstain_rate": [0.0, 0.0, 0.023]})}
+    text = hm.abstention_sentence(summaries)
+    assert "no model abstains on more than 2.3% of items" in text
+
+
+def test_population_sentence_keeps_interval_ends_apart():
+    r = pd.DataFrame([{"panel": "p", "domain": hpop.ALL, "models": 81, "items": 12032, "ocw_share": 0.357,
+                       "ocw_share_ci_low": 0.319, "ocw_share_ci_high": 0.394, "ocw_of_errors": 0.84,
+                       "ratio": 1.0085, "ratio_ci_low": 1.0071, "ratio_ci_high": 1.0102, "p_perm": 0.005,
+                       "dispersion": 1.101, "dispersion_ci_low": 1.062, "dispersion_ci_high": 1.138}])
+    text = hpop.overall_sentence(r)
+    assert "1.10 (95% CI 1.06 to 1.14) times as dispersed" in text
+    assert "at both ends" not in text and "(81 models above chance, 12,032 items)" in text

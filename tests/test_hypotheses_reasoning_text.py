@@ -83,3 +83,45 @@ def test_audit_chapter_runs_on_a_source_without_policies(synthetic, tmp_path):
     nb = chapter.run("audit", [str(synthetic)], tmp_path, parameters={"n_examples": 2}, html=False).notebook
     text = nb.read_text()
     assert "no answers under the audit policies" in text and "Traceback" not in text
+
+
+def _yes_no_source(knower: bool, n=80, seed=0):
+    """Three models answering yes/no/abstain items (no answer set, as on the audit): one knower
+    (90% right when ``knower``, else a guesser), a guesser, and a guesser without reasoning text."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for model, acc, text in (("m/knower", 0.9 if knower else 0.5, True), ("m/guess", 0.5, True),
+                             ("m/silent", 0.5, False)):
+        for i in range(n):
+            gold = "yes" if i % 2 else "no"
+            right = rng.random() < acc if acc != 0.5 else (i // 2) % 2 == 0
+            dec = "abstain" if i == 0 else (gold if right else ("no" if gold == "yes" else "yes"))
+            rows.append({"model": model, "item_id": f"q{i}", "benchmark": "toy_yes_no", "probe": "c2",
+                         "decision": dec, "confidence": 0.9, "parse_status": "ok",
+                         "correct": np.nan if dec == "abstain" else float(right),
+                         "reasoning_text": (SURE if right else UNSURE) + f" Item {i}." if text else None})
+    return pd.DataFrame(rows)
+
+
+def test_gate_reads_yes_no_decisions_and_leaves_at_chance_models_out():
+    kept, gate = hrt.gate_models(_yes_no_source(knower=True), "c2")
+    assert kept == ["m/knower"]
+    assert (gate["chance"] == 0.5).all() and gate["chance_known"].all()  # never "chance unknown"
+
+
+def test_pooled_counts_agree_and_no_passing_model_puts_a_notice_on_top(monkeypatch):
+    import metacog.data
+
+    for knower in (True, False):
+        monkeypatch.setattr(metacog.data, "load_responses", lambda name, k=knower: _yes_no_source(k))
+        res = hrt.analyse(["toy:c2"], n_boot=50, cv=3)
+        kept, texts = res["models"]["toy:c2"]
+        assert texts == ["m/guess", "m/knower"]  # the silent model wrote no text: not counted
+        if knower:
+            assert kept == ["m/knower"] and hrt.no_model_notice(res) == ""
+            assert set(res["rows"]["toy:c2"]["model"]) == {"m/knower"}
+        else:
+            assert kept == [] and "toy:c2" in res["skipped"] and not len(res["table"])
+            notice = hrt.no_model_notice(res)
+            assert notice.startswith("```{warning}\nNo model on this page answers above chance")
+            assert "gives no estimate" in notice and "- toy:c2: knower" in notice

@@ -108,7 +108,8 @@ def test_audit_knowledge_in_p_yes_and_overconfidence():
     assert "at chance" in v["Y under C0: its stated confidence tells right from wrong answers"].reason
     over = {x.claim.split(" under")[0]: x for x in ap.overconfidence_verdicts(ap.overconfidence(df, "c0"), "c0")}
     assert over["Y"].status == SUPPORTED  # says 0.9 while right half the time
-    assert "overconfidence is established for" in ap.verdict_paragraph(list(v.values()) + list(over.values()))
+    text = ap.verdict_paragraph(list(v.values()) + list(over.values()))
+    assert "which needs no knowledge and so is decided for models at chance too) is established for Y" in text
     flat = _audit(knows=False)
     vf = {x.claim: x for x in ap.audit_verdicts(ap.audit_scores(flat, "c0", bp.model_gate(flat, "c0")), "c0")}
     assert vf["K under C0: its P(Yes) tells true from false items"].status != SUPPORTED
@@ -164,3 +165,17 @@ def test_item_text_shows_several_gold_answers_in_words_not_a_list():
     text = item_text([it])
     assert "GOLD: winter of 1973 | the winter of 1973" in text and "[" not in text
     assert item_text([Item("q2", "math", "2+2?", "4", context="c", context_kind="passage")]).endswith("GOLD: 4")
+
+
+def test_audit_notice_at_the_top_when_no_model_passes_and_the_overconfidence_exemption():
+    flat = _audit(knows=False)
+    gate = bp.model_gate(flat, "c0").assign(policy="C0")
+    gate = gate[gate["model"] == "p/Y"]  # the yes-sayer alone: no model passes
+    notice = ap.no_signal_notice(gate)
+    assert notice.startswith("```{warning}\nNo model on this page passes the adequacy gate")
+    assert "overconfidence (mean stated confidence above accuracy) needs no knowledge" in notice
+    assert "- Y: under C0, " in notice
+    assert ap.no_signal_notice(bp.model_gate(_audit(), "c0")) == ""  # the knower passes: no notice
+    two = pd.concat([gate.assign(source="a"), gate.assign(source="b")])
+    assert "- Y: under a C0, " in ap.no_signal_notice(two) and "; under b C0, " in ap.no_signal_notice(two)
+    assert "One claim is exempt from the gate: overconfidence" in ap.gate_summary(gate)

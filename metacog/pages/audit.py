@@ -211,7 +211,43 @@ def gate_summary(gate: pd.DataFrame) -> str:
     if gate.empty:
         return "No source has audit answers."
     any_policy = gate.groupby("model", sort=False)["carries_signal"].any().reset_index()
-    return gate_sentence(any_policy, "answers") + " (A model counts when it passes under at least one policy.)"
+    return (gate_sentence(any_policy, "answers") + " (A model counts when it passes under at least one "
+            "policy.) " + OVERCONFIDENCE_EXEMPT)
+
+
+#: Why overconfidence is decided for every model, the gate notwithstanding.
+OVERCONFIDENCE_EXEMPT = (
+    "One claim is exempt from the gate: overconfidence (mean stated confidence above accuracy) "
+    "needs no knowledge — a model guessing with 0.9 confidence is overconfident — so it is decided "
+    "for every model, at chance or not, and says nothing about whether the model knows what it knows.")
+
+
+def no_signal_notice(gate: pd.DataFrame) -> str:
+    """A MyST warning for the top of the page when no model passes the gate under any policy
+    ('' when one does), as on the benchmark pages (:func:`metacog.pages.benchmark.gate.no_signal_notice`):
+    no verdict on knowledge or on confidence tracking it, the overconfidence exemption, and
+    which rule each model fails under each policy."""
+    from metacog.pages.benchmark.gate import failures
+
+    if len(gate) and gate["carries_signal"].any():
+        return ""
+    head = ("No model on this page passes the adequacy gate on its answers under any policy, so the "
+            "page draws no verdict about any model's metacognition: its tables show what was "
+            "measured, and every claim that confidence tracks correctness is held back. "
+            + OVERCONFIDENCE_EXEMPT)
+    if not len(gate):
+        return "```{warning}\n" + head + "\n\nNo model has graded answers.\n```"
+    lines = []
+    several = "source" in gate and gate["source"].nunique() > 1
+
+    def where(r):
+        at = " ".join(str(r[c]) for c in (("source", "policy") if several else ("policy",)) if c in r)
+        return f"under {at}, " if at else ""
+
+    for model, g in gate.groupby("model", sort=False):
+        why = "; ".join(f"{where(r)}{failures(r)}" for r in g.to_dict("records"))
+        lines.append(f"- {short_model(model)}: {why}.")
+    return "```{warning}\n" + head + "\n\n" + "\n".join(lines) + "\n```"
 
 
 def reliability(responses: pd.DataFrame, policy: str, *, n_bins: int = 10,
@@ -238,8 +274,9 @@ def verdict_paragraph(verdicts: list[Verdict]) -> str:
                     empty="no model")
 
     return (f"The first-token P(Yes) tells true from false items for {who('P(Yes)')}; stated "
-            f"confidence tracks correctness for {who('stated confidence')}; overconfidence is "
-            f"established for {who('overconfident')}.")
+            f"confidence tracks correctness for {who('stated confidence')}; overconfidence (mean "
+            f"stated confidence above accuracy, which needs no knowledge and so is decided for "
+            f"models at chance too) is established for {who('overconfident')}.")
 
 
 def knowledge_by_policy(scores: pd.DataFrame):

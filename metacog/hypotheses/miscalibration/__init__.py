@@ -341,7 +341,8 @@ def display_gains(gains: pd.DataFrame) -> pd.DataFrame:
 
 def verdict_paragraph(verdicts: list) -> str:
     """The closing prose: for each kind of claim, where it is supported, not supported, or
-    where the evidence is insufficient — and the first reason given for the latter."""
+    where the evidence is insufficient — and the reason for the latter, each distinct reason
+    once (so two models at chance each have their own accuracy quoted)."""
     kinds = {}
     for v in verdicts:
         kinds.setdefault(v.claim.split(": ", 1)[-1], []).append(v)
@@ -351,10 +352,18 @@ def verdict_paragraph(verdicts: list) -> str:
         for status in (SUPPORTED, NOT_SUPPORTED, INSUFFICIENT):
             names = [v.claim.split(": ", 1)[0] for v in vs if v.status == status]
             if names:
-                said.append(f"{status} for {fmt_list(names)}" if len(vs) == 1 or len(names) < len(vs)
-                            else f"{status} for all of {fmt_list(names)}")
-        first = next((v for v in vs if v.status == INSUFFICIENT), None)
-        why = f" The evidence falls short because {first.reason}." if first else ""
+                said.append(f"{status} for {'each of ' if len(names) > 2 and len(names) == len(vs) else ''}"
+                            f"{fmt_list(names)}")
+        short_of = [v for v in vs if v.status == INSUFFICIENT]
+        reasons = list(dict.fromkeys(v.reason for v in short_of))
+        if len(reasons) == 1:
+            why = f" The evidence falls short because {reasons[0]}."
+        elif reasons:
+            why = " The evidence falls short: " + "; ".join(
+                v.reason if v.reason.startswith(short(v.claim.split(": ", 1)[0]))
+                else f"for {v.claim.split(': ', 1)[0]}, {v.reason}" for v in short_of) + "."
+        else:
+            why = ""
         parts.append(f"“{claim[0].upper()}{claim[1:]}”: {'; '.join(said)}.{why}")
     return " ".join(parts) if parts else "No claim could be examined on these sources."
 
@@ -382,9 +391,10 @@ def abstention_sentence(summaries: dict, at_most: float = 0.05) -> str:
     if rates.empty:
         return ""
     top = float(rates.max())
+    shown = fmt_num(top, 1, pct=True)  # the tables' precision, so the bound is the table's largest rate
     if top <= at_most:
         return (f"The cautious policies barely use their way out (no model abstains on more than "
-                f"{top:.0%} of items), so what separates them is the confidence they report, not "
+                f"{shown} of items), so what separates them is the confidence they report, not "
                 f"their abstentions.")
-    return (f"The cautious policies do use their way out (up to {top:.0%} of items abstained), so "
+    return (f"The cautious policies do use their way out (up to {shown} of items abstained), so "
             f"their losses mix abstentions with the confidence they report.")

@@ -138,34 +138,80 @@ def equivalent(claim: str, statistic: str, estimate, ci_low, ci_high, *, margin:
                                reason=f"{iv} reaches beyond {band}, so the data cannot tell")
 
 
+#: The sizes of the models paper 2 probes, for the reason an at-chance probed model is kept out.
+PAPER_PROBE_SIZES = "7–8B"
+
+
+def model_size(model: str) -> str:
+    """The parameter count a model's name states ('135M', '0.5B'), or '' when it states none.
+
+    >>> model_size("HuggingFaceTB/SmolLM2-135M-Instruct"), model_size("qwen2.5-coder-0.5b"), model_size("gpt-4o")
+    ('135M', '0.5B', '')
+    """
+    import re
+
+    found = re.findall(r"(?<![\w.])(\d+(?:\.\d+)?)([mb])(?![a-z])", str(model).lower())
+    return f"{found[-1][0]}{found[-1][1].upper()}" if found else ""
+
+
+def at_chance_reason(model: str, row) -> str:
+    """Why a probed model at chance is kept out of a hidden-state verdict: its accuracy with the
+    exact interval, and its size against the models paper 2 probes."""
+    where = (f"C0 accuracy {fmt_num(row.accuracy)}, exact 95% CI {fmt_range(row.ci_low, row.ci_high)}"
+             if row is not None else "it has no gated C0 answers")
+    size = model_size(model)
+    scale = (f"; it is a {size} model, where paper 2 probed {PAPER_PROBE_SIZES} models" if size
+             else f"; paper 2 probed {PAPER_PROBE_SIZES} models")
+    return f"{short(model)} answers at chance ({where}){scale}"
+
+
+def versus_plain(table: pd.DataFrame, model: str) -> str:
+    """Paper 2's own contrast, self-critique against the plain prompt, in words with its interval."""
+    from metacog.tidy.report import fmt_ci
+
+    r = _row(table, model, "self_critique - plain")
+    return (f"self-critique against plain (paper 2's contrast) changes it by "
+            f"{fmt_ci(r['estimate'], r['ci_low'], r['ci_high'], digits=1, pct=True)}")
+
+
 def hidden_verdicts(table: pd.DataFrame, gate_table: pd.DataFrame) -> list:
     """Per probed model: (1) confident errors are as stable as confident hits (OCW - CC under the
-    plain prompt within ±:data:`EQUIVALENCE_MARGIN`), kept out when the model answers at chance
-    — its CC and OCW items are then both confident guesses, so the comparison is null by
-    construction; (2) self-critique damps the perturbation beyond its length (self-critique
-    against the length-matched prompt below 0)."""
+    plain prompt within ±:data:`EQUIVALENCE_MARGIN`); (2) self-critique damps the perturbation
+    beyond its length (self-critique against the length-matched prompt below 0), its reason
+    quoting paper 2's own contrast against the plain prompt beside it. Both are kept out
+    ("insufficient evidence") when the model answers at chance, like every verdict in the
+    chapter: its CC and OCW items are then both confident guesses, and a model that does not
+    know the answers says nothing about how a knowing model's hidden state reacts to
+    self-critique. The reason quotes each model's accuracy and size (:func:`at_chance_reason`)."""
     chance = dict(zip(gate_table["model"].map(short), gate_table["at_chance"]))
     acc = {short(r.model): r for r in gate_table.itertuples()}
     out = []
     for model in dict.fromkeys(table["model"]):
+        guessing = chance.get(short(model), True)
+        why = at_chance_reason(model, acc.get(short(model))) if guessing else ""
         g = _row(table, model, "OCW - CC (plain)")
         v = equivalent(f"{model}: confident errors are as stable as confident hits",
                        "relative OCW − CC displacement", g["estimate"], g["ci_low"], g["ci_high"],
                        margin=EQUIVALENCE_MARGIN, n={"CC items": int(g["n_cc"]), "OCW items": int(g["n_ocw"])},
                        min_counts={"CC items": MIN_GROUP_ITEMS, "OCW items": MIN_GROUP_ITEMS})
-        if chance.get(short(model), True):
-            r = acc.get(short(model))
-            where = (f"its C0 accuracy is {fmt_num(r.accuracy)} (exact 95% CI {fmt_range(r.ci_low, r.ci_high)})"
-                     if r is not None else "it has no gated C0 answers")
+        if guessing:
             v = dataclasses.replace(v, status=INSUFFICIENT, basis="", reason=(
-                f"the model answers at chance ({where}), so its confident hits and confident errors "
-                f"are both confident guesses and the CC-vs-OCW comparison is null by construction"))
+                f"{why}, so its confident hits and confident errors are both confident guesses and "
+                f"the CC-vs-OCW comparison is null by construction"))
         out.append(v)
         b = _row(table, model, "self_critique - length_control")
-        out.append(decide(f"{model}: self-critique damps the perturbation beyond its length",
-                          "relative change, self-critique against length-matched plain", b["estimate"],
-                          b["ci_low"], b["ci_high"], line=0.0, direction="less",
-                          n={"items": int(b["items"])}, min_counts={"items": 2 * MIN_GROUP_ITEMS}))
+        d = decide(f"{model}: self-critique damps the perturbation beyond its length",
+                   "relative change, self-critique against length-matched plain", b["estimate"],
+                   b["ci_low"], b["ci_high"], line=0.0, direction="less",
+                   n={"items": int(b["items"])}, min_counts={"items": 2 * MIN_GROUP_ITEMS})
+        plain = versus_plain(table, model)
+        if guessing:
+            d = dataclasses.replace(d, status=INSUFFICIENT, basis="", reason=(
+                f"{why}, so how its hidden state reacts to a self-critique prompt says nothing about a "
+                f"model that knows the answers ({plain})"))
+        else:
+            d = dataclasses.replace(d, reason=f"{d.reason}; {plain}")
+        out.append(d)
     return out
 
 

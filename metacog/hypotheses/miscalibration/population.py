@@ -255,3 +255,44 @@ def reading(results: pd.DataFrame) -> str:
               f"{', '.join(dispersed)}: some items draw confident errors unevenly, without "
               f"raising the shared pairs enough to matter.")
     return s
+
+
+def distinct_digits(lo, hi, digits: int = 1, most: int = 4) -> int:
+    """The fewest decimals, from ``digits`` up to ``most``, at which the two ends of an interval
+    print differently (so '1.1 (95% CI 1.1 at both ends)' becomes '1.10 (95% CI 1.06 to 1.14)').
+
+    >>> distinct_digits(1.06, 1.14), distinct_digits(0.2, 0.9), distinct_digits(1.0, 1.0)
+    (2, 1, 1)
+    """
+    from metacog.tidy.phrasing import number
+
+    if pd.isna(lo) or pd.isna(hi) or float(lo) == float(hi):
+        return digits
+    for d in range(digits, most + 1):
+        if number(float(lo), d) != number(float(hi), d):
+            return d
+    return most
+
+
+def overall_sentence(results: pd.DataFrame) -> str:
+    """Per tested panel, over all its items: the OCW shares, the shared-confident-error ratio with
+    its p-value, and the dispersion ratio — each interval printed with enough digits for its
+    two ends to differ — and the number of models above chance it was computed on."""
+    from metacog.tidy.report import fmt_ci, fmt_num, fmt_p_eq
+
+    if results is None or results.empty:
+        return "No source was tested."
+    out = []
+    for r in results[results["domain"] == ALL].itertuples():
+        share_d = distinct_digits(r.ocw_share_ci_low * 100, r.ocw_share_ci_high * 100)
+        disp_d = distinct_digits(r.dispersion_ci_low, r.dispersion_ci_high)
+        out.append(
+            f"On {r.panel} ({r.models} models above chance, {r.items:,} items), "
+            f"{fmt_ci(r.ocw_share, r.ocw_share_ci_low, r.ocw_share_ci_high, digits=share_d, pct=True)} of "
+            f"the answers are confident and wrong, and {fmt_num(r.ocw_of_errors, pct=True)} of the errors "
+            f"are confident; models share "
+            f"{fmt_ci(r.ratio, r.ratio_ci_low, r.ratio_ci_high, digits=distinct_digits(r.ratio_ci_low, r.ratio_ci_high, 3))} "
+            f"times the confident errors the null expects ({fmt_p_eq(r.p_perm)}), and the item counts "
+            f"are {fmt_ci(r.dispersion, r.dispersion_ci_low, r.dispersion_ci_high, digits=disp_d)} times "
+            f"as dispersed as the null allows.")
+    return " ".join(out) or "No source was tested."

@@ -57,6 +57,20 @@ def gate_models(full: pd.DataFrame, probe: str, *, min_conformance: float = 0.8)
         gate = adequacy(full, probe=probe, items="auto" if "benchmark" in full else None)
     except (ValueError, OSError):
         gate = adequacy(full, probe=probe)
+    if not gate["chance_known"].all():
+        # items without an answer set (the audit's yes/no questions): read the decisions instead,
+        # so yes/no/abstain answers are tested against chance 0.5, as on the audit page
+        try:
+            plain = adequacy(full, probe=probe).set_index("model")
+        except (ValueError, OSError):
+            plain = None
+        if plain is not None:
+            swap = ~gate["chance_known"] & gate["model"].map(plain["chance_known"]).fillna(False).astype(bool)
+            if swap.any():
+                order = gate["model"].tolist()
+                better = plain.loc[gate.loc[swap, "model"]].reset_index()
+                gate = (pd.concat([gate[~swap], better], ignore_index=True)
+                        .set_index("model").loc[order].reset_index())
     gate["conforms"] = gate["model"].isin(conforming)
     kept = gate.loc[gate["carries_signal"] & gate["conforms"], "model"].tolist()
     return kept, gate
@@ -119,9 +133,9 @@ def analyse(sources, *, answer: bool = False, min_conformance: float = 0.8, cv: 
     attempt without the context ('raw_text' of 'answer_no_context') and the judgments are the
     same model's prospective ones. Returns {'table': stacked comparison with a ``source``
     column, 'models': {source: (kept, all)}, 'skipped': {source: why}, 'coef': {source: Series},
-    'rows': {source: the pooled rows}, 'ungated': {source: kept models whose chance level is
+    'rows': {source: the pooled rows}, 'gates': {source: :func:`gate_models`' table}, 'ungated': {source: kept models whose chance level is
     unknown, so the gate could not test them against chance}}. ``gate=False`` pools every model (for comparison only)."""
-    res = {"table": [], "models": {}, "skipped": {}, "coef": {}, "rows": {}, "ungated": {}}
+    res = {"table": [], "models": {}, "skipped": {}, "coef": {}, "rows": {}, "ungated": {}, "gates": {}}
     for given in sources:
         src = shown_source(given)  # what the page calls it: a file by its name only
         full, rows, why = rows_for(given) if not answer else (None, None, "")
@@ -140,7 +154,11 @@ def analyse(sources, *, answer: bool = False, min_conformance: float = 0.8, cv: 
         probe = "answer_no_context" if answer else rows["probe"].iloc[0]
         kept, gated = (gate_models(full, probe, min_conformance=min_conformance) if gate
                        else (sorted(rows["model"].unique()), None))
-        res["models"][src] = (kept, sorted(rows["model"].unique()))
+        texts = sorted(rows["model"].unique())
+        kept = [m for m in kept if m in texts]  # pooled: passes the gate and wrote texts
+        res["models"][src] = (kept, texts)
+        if gated is not None:
+            res["gates"][src] = gated
         res["ungated"][src] = [m for m in ungated(gated) if m in kept] if gated is not None else []
         use = rows[rows["model"].isin(kept)]
         if not kept:
@@ -313,16 +331,47 @@ def text_probe_row(result: dict, source: str) -> dict | None:
 
 
 def pooled_table(result: dict):
-    """Which models each source pools, for a page."""
+    """Which models each source pools, for a page: the models with reasoning text, those pooled
+    (they pass the gate), those left out (at chance or not following the format) and any pooled
+    without a chance test."""
     from metacog.tidy.report import pretty_or
 
     unknown = result.get("ungated", {})
     rows = [{"source": s, "models with texts": len(all_),
              "pooled": fmt_list([short_model(m) for m in kept]) if kept else "none",
+             "left out (at chance or off-format)":
+                 fmt_list([short_model(m) for m in all_ if m not in kept]) or "none",
              "pooled without a chance test (chance unknown)":
                  fmt_list([short_model(m) for m in unknown.get(s, [])]) if unknown.get(s) else "none"}
             for s, (kept, all_) in result["models"].items()]
     return pretty_or(pd.DataFrame(rows), "No source has models with reasoning text, so none is pooled.")
+
+
+def no_model_notice(result: dict) -> str:
+    """A MyST warning for the top of the page when no source pools any model (every model with
+    reasoning text is at chance or off-format): the page then gives no estimate and draws no
+    verdict. Lists each source's models with the rule each fails, as the benchmark pages do
+    (the benchmark pages' ``no_signal_notice``). '' when some source pools a model."""
+    def failures(r) -> str:  # the failed rules of one gate row, as the benchmark pages word them
+        if isinstance(r.get("failures"), str) and r["failures"]:
+            return r["failures"]
+        return "" if r["carries_signal"] else str(r.get("reason", ""))
+
+    if any(kept for kept, _ in result["models"].values()):
+        return ""
+    head = ("No model on this page answers above chance and follows the format on any source, so "
+            "the page gives no estimate of the text probe and draws no verdict on whether reasoning "
+            "text carries a model's uncertainty: no source has a model above chance.")
+    lines = []
+    for src, (_, texts) in result["models"].items():
+        g = result.get("gates", {}).get(src)
+        if g is None:
+            continue
+        why = [f"{short_model(r['model'])} {failures(r) or 'does not follow the format'}"
+               for r in g[g["model"].isin(texts)].to_dict("records")]
+        lines.append(f"- {src}: " + "; ".join(why) + ".")
+    lines += [f"- {s}: {why}." for s, why in result["skipped"].items() if s not in result["models"]]
+    return "```{warning}\n" + head + ("\n\n" + "\n".join(lines) if lines else "") + "\n```"
 
 
 def ablation(rows: pd.DataFrame, drop, *, cv: int = 5, C: float = 1.0, seed: int = 0) -> pd.DataFrame:
