@@ -46,13 +46,13 @@ def test_self_critique_verdict_flips_with_the_gate():
     # abstaining on a wrong answer at 0.9 lowers its loss from 0.81 to 0.25
     wrong = (knower[(knower.probe == "c0")]["correct"] == 0).sum()
     assert pooled["gain"] == pytest.approx(wrong * 0.56 / 120)
-    _, ranks = hm.domain_ranking(knower, 0.8, 1.0, g)
+    ranks = hm.domain_ranking(knower, 0.8, 1.0, g).ranks
     v = hm.policy_verdicts(gains, ranks, g, "toy")
     assert v[0].status == SUPPORTED
 
     guess = policy_rows("yes-sayer", always_yes=True)
     g2 = hm.gate(guess)
-    v2 = hm.policy_verdicts(hm.loss_gains(guess, 0.8, g2), hm.domain_ranking(guess, 0.8, 1.0, g2)[1], g2, "toy")
+    v2 = hm.policy_verdicts(hm.loss_gains(guess, 0.8, g2), hm.domain_ranking(guess, 0.8, 1.0, g2).ranks, g2, "toy")
     assert [x.status for x in v2] == [INSUFFICIENT, INSUFFICIENT]
     assert "none of the 1 models answers above both chance and always answering Yes" in v2[0].reason
 
@@ -75,8 +75,25 @@ def test_a_source_without_policies_gets_a_sentence(tmp_path):
     from metacog.power.examples import example_responses, write_responses
 
     path = write_responses(example_responses(n_models=3, n_items=5), tmp_path / "plain.csv")
-    frames, lacking = hm.policy_frames([str(path)])
-    assert frames == {} and len(lacking) == 1 and "policy audit does not apply" in lacking[0]
+    found = hm.policy_frames([str(path)])
+    assert found.frames == {} and len(found.lacking) == 1 and "policy audit does not apply" in found.lacking[0]
+    assert found.summary().empty
+
+
+def test_policy_frames_and_domain_ranking_are_results_with_summaries(tmp_path):
+    path = tmp_path / "policies.csv"
+    pd.concat([policy_rows("knower", seed=1), policy_rows("yes-sayer", always_yes=True)]).to_csv(path, index=False)
+    found = hm.policy_frames([str(path)])
+    assert list(found.frames) == [str(path)] and found.lacking == []
+    row = found.summary().iloc[0]
+    assert (row["rows"], row["models"], row["items"], row["domains"]) == (720, 2, 120, 6)
+    df = found.frames[str(path)]
+    ranked = hm.domain_ranking(df, 0.8, 1.0, hm.gate(df))
+    assert set(ranked.domains["domain"]) == {f"d{i}" for i in range(6)}
+    s = ranked.summary()
+    assert s.equals(ranked.ranks) and s is not ranked.ranks
+    assert {"model", "predictor", "spearman", "ci_low", "ci_high", "at_chance"} <= set(s.columns)
+    assert s.set_index("model").loc["yes-sayer", "at_chance"].all()
 
 
 @pytest.mark.parametrize("ci, status", [((-0.05, 0.05), SUPPORTED), ((0.2, 0.4), NOT_SUPPORTED),
@@ -154,6 +171,23 @@ def test_shared_item_confidence_is_not_called_clustering():
     overall = res[res["domain"] == hpop.ALL].iloc[0]
     assert overall["ratio_ci_high"] < 1 + hpop.RATIO_SESOI
     assert v.status == NOT_SUPPORTED
+
+
+def test_population_table_is_a_result_whose_summary_is_the_all_items_row(tmp_path, monkeypatch):
+    from metacog.hypotheses.panels import panels
+
+    monkeypatch.setenv("METACOG_CACHE_DIR", str(tmp_path / "cache"))
+    conf, correct, dom = population(seed=6)
+    rows = [{"model": m, "item_id": i, "benchmark": "toy", "domain": dom[i], "probe": "verbal_confidence",
+             "confidence": conf.at[i, m], "correct": correct.at[i, m]} for m in conf.columns for i in conf.index]
+    path = tmp_path / "pop.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    out = hpop.table(panels([str(path)], min_models=2), n_boot=50, n_perm=9)
+    assert list(out.notes["analysed"]) == [True] and set(out.results["domain"]) == {"a", "b", hpop.ALL}
+    s = out.summary()
+    every = out.results[out.results["domain"] == hpop.ALL].iloc[0]
+    assert len(s) == 1 and s.at[0, "ratio"] == every["ratio"] and s.at[0, "models"] == conf.shape[1]
+    assert s.at[0, "ocw_share_ci_low"] <= s.at[0, "ocw_share"] <= s.at[0, "ocw_share_ci_high"]
 
 
 def test_too_few_models_is_insufficient():

@@ -246,3 +246,25 @@ def test_tau_matrix_shortcuts_agree_with_the_general_counts(gaps):
     ref = stats.pairwise_calibration(C.iloc[rep].reset_index(drop=True), Y.iloc[rep].reset_index(drop=True),
                                      control=False).matrix("tau").loc[C.columns, C.columns]
     np.testing.assert_allclose(fast, ref.to_numpy(), atol=1e-12)
+
+
+def test_what_if_cut_refits_at_the_fixed_cut_and_counts_the_models_it_makes_constant(tmp_path):
+    from metacog.hypotheses.panels import panels
+    from metacog.power.examples import example_responses, write_responses
+
+    df = example_responses(n_models=6, n_items=80, seed=2)
+    top = df["model"].isin(sorted(df["model"].unique())[:2])
+    df.loc[top, "confidence"] = df.loc[top, "confidence"].clip(upper=0.9)  # two models never reach 0.95
+    ps = panels([str(write_responses(df, tmp_path / "mine.csv"))])
+    recut = hr.what_if_cut(ps, 0.95, n_boot=20)
+    raw = next(p for p in ps if p.cut != "binary").confidence_raw
+    constant = int(((raw >= 0.95).nunique() <= 1).sum())
+    assert isinstance(recut, hr.Recut) and recut.cut == 0.95 and constant >= 2
+    assert recut.sentence.startswith(f"At a fixed cut of 0.95, {constant} of the 6 models")
+    s = recut.summary()
+    assert len(s) == 1 and s.at[0, "cut"] == 0.95 and s.at[0, "sentence"] == recut.sentence
+    assert s.drop(columns=["cut", "sentence"]).equals(recut.table) and recut.table.at[0, "matrix"] == "confidence"
+
+    yes_no = df.assign(confidence=(df["confidence"] >= 0.5).astype(float))
+    none = hr.what_if_cut(panels([str(write_responses(yes_no, tmp_path / "yn.csv"))]), 0.95)
+    assert none.sentence == "No panel has continuous confidence." and list(none.table.columns) == ["result"]

@@ -57,7 +57,34 @@ def test_the_sampling_sentence_quotes_the_greedy_probe_only_on_the_same_pairs():
     outcomes = rows.assign(probe="answer_no_context")
     keys = list(zip(rows["model"], rows["item_id"]))
     greedy = {"auroc": 0.7, "ci_low": 0.6, "ci_high": 0.8, "n_pos": 40, "n_neg": 40, "texts": 80, "keys": keys}
-    _, row, say = hrt.sampling_baseline(sampled, outcomes, ["m/a"], greedy=greedy, cv=3)
-    assert row["pairs"] == 80 and "0.70 (95% CI 0.60 to 0.80)" in say and "two statistics" in say
-    _, _, other = hrt.sampling_baseline(sampled, outcomes, ["m/a"], greedy={**greedy, "keys": keys[:10]}, cv=3)
-    assert "two statistics" not in other
+    base = hrt.sampling_baseline(sampled, outcomes, ["m/a"], greedy=greedy, cv=3)
+    assert base.row["pairs"] == 80 and "0.70 (95% CI 0.60 to 0.80)" in base.sentence and "two statistics" in base.sentence
+    other = hrt.sampling_baseline(sampled, outcomes, ["m/a"], greedy={**greedy, "keys": keys[:10]}, cv=3)
+    assert "two statistics" not in other.sentence
+
+
+def test_the_sampling_baseline_summary_says_how_many_samples_match_the_probe():
+    rows = _rows(120, 0.95, 0.5, seed=5)  # the text tracks correctness; one sampled yes/no is a coin
+    rng = np.random.default_rng(0)
+    sampled = pd.concat([rows.assign(sample=s, confidence=np.where(rng.random(len(rows)) < 0.6, rows["correct"],
+                                                                   1 - rows["correct"])) for s in range(5)])
+    base = hrt.sampling_baseline(sampled, rows.assign(probe="answer_no_context"), ["m/a"], cv=3)
+    s = base.summary()
+    assert len(s) == 1 and s.at[0, "auroc"] == base.row["auroc"] and s.at[0, "pairs"] == 120
+    reached = base.curve[base.curve["auroc"] >= base.row["auroc"]]
+    assert (np.isnan(s.at[0, "k_to_match"]) if reached.empty else s.at[0, "k_to_match"] == reached["k"].iloc[0])
+    assert s.at[0, "ci_low"] > 0.5 and list(base.curve["k"])[0] == 1
+
+
+def test_the_comparison_of_sources_is_a_result_with_the_skipped_ones_in_its_summary(tmp_path):
+    path = tmp_path / "texts.csv"
+    rows = _rows(200, 0.95, 0.2, seed=6).assign(benchmark="toy")
+    rows.to_csv(path, index=False)
+    rows.drop(columns="reasoning_text").to_csv(tmp_path / "mute.csv", index=False)
+    res = hrt.analyse([str(path), str(tmp_path / "mute.csv")], cv=3, n_boot=100, gate=False)
+    assert isinstance(res, hrt.TextProbeComparison)
+    assert list(res.rows) == ["texts.csv"] and set(res.skipped) == {"mute.csv"}
+    s = res.summary()
+    probe = s[(s["source"] == "texts.csv") & (s["score"] == "text_probe")].iloc[0]
+    assert probe["ci_low"] > 0.5 and probe["auroc"] == res.table.set_index("score").at["text_probe", "auroc"]
+    assert s.loc[s["source"] == "mute.csv", "note"].iloc[0] == res.skipped["mute.csv"] != ""

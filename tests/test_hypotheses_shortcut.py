@@ -48,8 +48,9 @@ def planted(n_pairs=8, n_plain=6, n_items=600, kappa_formal=0.0, kappa_other=0.0
 
 def _run(**kw):
     C, Y, dom, flags = planted(**kw)
-    res = hs.analyse(C, Y, dom, flags, n_boot=100, seed=0)
-    res = {k: (v.assign(panel="synthetic") if isinstance(v, pd.DataFrame) else v) for k, v in res.items()}
+    one = hs.analyse(C, Y, dom, flags, n_boot=100, seed=0)
+    res = hs.ShortcutTables(*(t.assign(panel="synthetic") for t in (flags, one.judges, one.groups, one.twins)),
+                            notes=pd.DataFrame())
     return res, hs.verdicts(res)
 
 
@@ -75,10 +76,36 @@ def test_formal_concentration_planted_is_supported():
     assert _status(v, "on formal items, a model with thinking") == SUPPORTED
     account = hs.account_verdicts(v)
     assert len(account) == 1 and account[0].status == SUPPORTED and "twin pairs" in account[0].claim
-    mean = res["twins"].query("pair == @hs.SAME and subset == 'formal minus other'").iloc[0]
+    mean = res.twins.query("pair == @hs.SAME and subset == 'formal minus other'").iloc[0]
     assert mean["pairs"] == 8 and mean["difference_ci_low"] > 0 and not mean["loo_flips"]
     assert mean["pair_min"] <= mean["difference"] <= mean["pair_max"]
     assert mean["loo_min"] <= mean["difference"] <= mean["loo_max"]
+
+
+def test_analysis_is_a_result_with_named_tables_and_a_summary_of_both_designs(tmp_path, monkeypatch):
+    import pickle
+
+    from metacog.memo import memo
+
+    C, Y, dom, flags = planted(kappa_formal=1.2, kappa_other=0.0)
+    res = hs.analyse(C, Y, dom, flags, n_boot=100, seed=0)
+    assert isinstance(res, hs.ShortcutAnalysis) and res.items == {
+        "all items": 600, "formal items": 300, "other items": 300, "domain: law": 300, "domain: math": 300}
+    s = res.summary().set_index(["design", "subset"])
+    assert list(s.columns) == ["difference", "ci_low", "ci_high", "n"]
+    twin = s.loc[("same-weight twins", "formal minus other")]
+    mean = res.twins.query("pair == @hs.SAME and subset == 'formal minus other'").iloc[0]
+    assert twin["n"] == 8 and twin["ci_low"] == mean["difference_ci_low"] > 0
+    judges = s.loc[("judges by flag", "all items")]
+    assert judges["n"] == 8 + 14 and judges["difference"] == res.groups.set_index("subset").at["all items", "difference"]
+    assert res["groups"] is res.groups and "ShortcutAnalysis(judges=<table" in repr(res)
+    with pytest.raises(KeyError, match="no field 'tables'"):
+        res["tables"]
+    assert pickle.loads(pickle.dumps(res)).summary().equals(res.summary())
+    monkeypatch.setenv("METACOG_CACHE_DIR", str(tmp_path))  # the chapter remembers it on disk
+    first, again = (memo(hs.analyse, C, Y, dom, flags, n_boot=20, seed=0) for _ in range(2))
+    assert isinstance(again, hs.ShortcutAnalysis) and again.summary().equals(first.summary())
+    assert len(list(tmp_path.rglob("*.pkl"))) == 1
 
 
 def test_advantage_everywhere_but_not_concentrated_is_never_partly_supported():
@@ -106,7 +133,7 @@ def test_no_planted_signal_is_not_supported_or_insufficient():
 def test_too_few_reasoning_judges_is_insufficient_and_states_threshold():
     # 3 twin pairs: 3 reasoning judges (< MIN_JUDGES) and 3 pairs (< MIN_PAIRS), strong planted effect
     res, v = _run(n_pairs=3, n_plain=8, kappa_formal=1.5)
-    g = res["groups"].set_index("subset")
+    g = res.groups.set_index("subset")
     assert g.at["all items", "reasoning_judges"] == 3
     judge = [x for x in v if x.claim.split(": ", 1)[1].startswith("reasoning judges are better")][0]
     assert judge.status == INSUFFICIENT and f"at least {hs.MIN_JUDGES}" in judge.reason
@@ -116,7 +143,7 @@ def test_too_few_reasoning_judges_is_insufficient_and_states_threshold():
 
 def test_group_difference_and_mann_whitney_follow_the_planted_effect():
     res, _ = _run(n_pairs=10, n_plain=4, kappa_formal=1.0, kappa_other=1.0)
-    g = res["groups"].set_index("subset")
+    g = res.groups.set_index("subset")
     assert g.at["all items", "difference"] > 0.05 and g.at["all items", "difference_ci_low"] > 0
     assert g.at["all items", "p_mann_whitney"] < 0.01
     assert g.at["all items", "reasoning_judges"] == 10 and g.at["all items", "other_judges"] == 14
@@ -216,8 +243,10 @@ def test_source_without_flags_gets_one_sentence_and_no_verdict(tmp_path):
 
     src = write_responses(example_responses(n_models=5, n_items=40, seed=1), tmp_path / "mine.csv")
     res = hs.tables(panels([str(src)]), n_boot=10)
-    assert len(res["notes"]) == 3 and res["notes"]["note"].str.contains("cannot run").all()
-    assert "reasoning_models parameter names none" in res["notes"]["note"].iloc[0]
+    assert len(res.notes) == 3 and res.notes["note"].str.contains("cannot run").all()
+    assert "reasoning_models parameter names none" in res.notes["note"].iloc[0]
+    assert res.summary().empty and list(res.summary().columns) == ["panel", "design", "subset", "difference",
+                                                                   "ci_low", "ci_high", "n"]
     assert hs.verdicts(res) == [] and hs.account_verdicts([]) == []
     assert "could not be tested" in sd.verdict_paragraph([], [])
 

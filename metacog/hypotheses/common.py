@@ -1,6 +1,10 @@
-"""What every hypothesis module needs to label its rows: panel names and judgment timing."""
+"""What every hypothesis module needs to label its rows: panel names and judgment timing; and
+:class:`ChapterResult`, the base of the chapters' result objects."""
 
 from __future__ import annotations
+
+import dataclasses
+import functools
 
 #: When a probe's judgment is made, relative to the model's own answer.
 TIMING = {
@@ -100,3 +104,33 @@ def status_sentence(verdicts: list, supported: str, not_supported: str, insuffic
         return ""
     text = "; ".join(clauses) + "."
     return text[0].upper() + text[1:]
+
+
+#: The decorator of a chapter's result class: a frozen dataclass, compared by identity (its
+#: fields are tables) and shown by :meth:`ChapterResult.__repr__`.
+chapter_result = functools.partial(dataclasses.dataclass, frozen=True, eq=False, repr=False)
+
+
+@chapter_result
+class ChapterResult:
+    """The base of what a chapter's entry points return: named fields (tables, sentences,
+    mappings) and ``summary()``, the headline as a tidy DataFrame. A field can also be read by
+    name, ``result["table"]``, as from the dict such a result used to be."""
+
+    def __getitem__(self, name: str):
+        if name not in self.field_names():
+            raise KeyError(f"{type(self).__name__} has no field {name!r}; its fields: {self.field_names()}")
+        return getattr(self, name)
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    def __repr__(self) -> str:
+        def shape(v) -> str:
+            if hasattr(v, "shape") and hasattr(v, "columns"):
+                return f"<table {v.shape[0]} x {v.shape[1]}>"
+            if isinstance(v, (dict, list, tuple)):
+                return f"<{type(v).__name__} of {len(v)}>"
+            return repr(v)
+        return f"{type(self).__name__}({', '.join(f'{n}={shape(getattr(self, n))}' for n in self.field_names())})"

@@ -17,6 +17,7 @@ import pandas as pd
 from metacog import stats
 from metacog.hypotheses.by_design import (by_design, design_head, design_of, design_order,  # noqa: F401
                                           design_sentence, group_sentence, verdict_frame)
+from metacog.hypotheses.common import ChapterResult, chapter_result
 from metacog.stats.structure import DOMINANCE_RATIO, classify, rank_one
 
 
@@ -378,19 +379,32 @@ def random_raters(n_items: int, n_models: int, seed: int = 0) -> pd.DataFrame:
                         columns=[f"rater {j + 1}" for j in range(n_models)])
 
 
-def what_if_cut(panelset, cut: float, *, n_boot: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, str]:
+@chapter_result
+class Recut(ChapterResult):
+    """:func:`what_if_cut`'s ``table`` (one row as in :func:`table`, or a ``result`` row saying why
+    nothing was re-cut), ``sentence`` (how many models become constant) and ``cut``."""
+
+    table: pd.DataFrame
+    sentence: str
+    cut: float
+
+    def summary(self) -> pd.DataFrame:
+        """The re-cut row with the ``cut`` and the ``sentence`` beside it."""
+        return self.table.assign(cut=self.cut, sentence=self.sentence)
+
+
+def what_if_cut(panelset, cut: float, *, n_boot: int = 1000, seed: int = 0) -> Recut:
     """Re-cut the first panel with continuous confidence at a fixed ``cut`` and refit its
-    structure. Returns (a one-row table in the layout of :func:`table`, a sentence on how many
-    models become constant). Panels that are yes/no already cannot be re-cut."""
+    structure (a :class:`Recut`). Panels that are yes/no already cannot be re-cut."""
     from metacog.hypotheses.panels import panels
 
     first = next((p for p in panelset if p.cut != "binary"), None)
     if first is None:
-        return (pd.DataFrame({"result": ["Every panel is yes/no already: there is nothing to re-cut."]}),
-                "No panel has continuous confidence.")
+        return Recut(pd.DataFrame({"result": ["Every panel is yes/no already: there is nothing to re-cut."]}),
+                     "No panel has continuous confidence.", float(cut))
     again = panels([first.source], cuts={first.source: cut})
     p = next(q for q in again if (q.benchmark, q.probe) == (first.benchmark, first.probe))
     n_const = int(p.cut_report["constant"].sum())
     text = (f"At a fixed cut of {cut:g}, {n_const} of the {len(p.cut_report)} models of {p.name} "
             f"give the same judgment on every item.")
-    return confidence_row(p, n_boot=n_boot, seed=seed), text
+    return Recut(confidence_row(p, n_boot=n_boot, seed=seed), text, float(cut))

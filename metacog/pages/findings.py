@@ -190,7 +190,7 @@ def _reasoning_text(p: dict) -> list[Found]:
                    seed=p["seed"], n_boot=p["n_boot"])
     known = {s: _source_design(s) for s in p["sources"]}
     return [Found("reasoning_text", v, *_prefix_design(v.claim, known))
-            for v in hrt.verdicts(result["table"], result["skipped"])]
+            for v in hrt.verdicts(result.table, result.skipped)]
 
 
 def _miscalibration(p: dict) -> list[Found]:
@@ -202,13 +202,13 @@ def _miscalibration(p: dict) -> list[Found]:
     from metacog.hypotheses.panels import panels
 
     sources, cuts = p["sources"], p.get("cuts") or {}
-    frames, _ = hm.policy_frames(sources)
+    frames = hm.policy_frames(sources, read_p_yes=p.get("read_p_yes", False), seed=p["seed"]).frames
     thresholds = {s: hm.threshold_for(s, cuts, p["threshold"]) for s in sources}
     out = []
     for s, df in frames.items():
         g = hm.gate(df)
         gains = hm.loss_gains(df, thresholds[s], g)
-        ranks = hm.domain_ranking(df, thresholds[s], p["lam"], g)[1]
+        ranks = hm.domain_ranking(df, thresholds[s], p["lam"], g).ranks
         d = _source_design(s)
         if ":" not in s:
             d = Design(d.timing, "verbal P(correct) after a yes/no answer under policies C0, C1 and C2",
@@ -227,8 +227,8 @@ def _miscalibration(p: dict) -> list[Found]:
             for v in hm.hidden_verdicts(table, hm.gate(responses)):
                 out.append(Found("miscalibration", v, v.claim.split(": ", 1)[0], d))
     ps = panels(sources, cuts=cuts, min_models=2)
-    population, _ = hpop.table(ps, thresholds=thresholds, threshold=p["threshold"], n_boot=p["n_boot"],
-                               n_perm=p["n_perm"], seed=p["seed"])
+    population = hpop.table(ps, thresholds=thresholds, threshold=p["threshold"], n_boot=p["n_boot"],
+                            n_perm=p["n_perm"], seed=p["seed"]).results
     known = {q.name: q.design for q in ps}
     out += [Found("miscalibration", v, *_prefix_design(v.claim, known)) for v in hpop.verdicts(population)]
     return out

@@ -2,7 +2,8 @@
 
 Three parts, each on any source that has what it needs:
 
-- the policy audit (:func:`policy_frames`, :func:`policy_summary`, :func:`loss_gains`,
+- the policy audit (:func:`policy_frames`, from
+  :mod:`metacog.hypotheses.miscalibration.sources`; :func:`policy_summary`, :func:`loss_gains`,
   :func:`domain_ranking`, :func:`policy_verdicts`) on sources with the C0/C1/C2 probes,
   behind the model adequacy gate (:func:`gate`): a model at chance stays in the tables,
   marked, and out of the verdicts;
@@ -25,12 +26,13 @@ from scipy import stats as sps
 
 from metacog.hypotheses.miscalibration import audit
 from metacog.hypotheses.adequacy import adequacy
-from metacog.hypotheses.common import short_model
+from metacog.hypotheses.common import ChapterResult, chapter_result, short_model
 from metacog.tidy.report import fmt_list, fmt_num, fmt_range
 from metacog.stats.intervals import proportion_ci
 from metacog.stats.policy import POLICIES, policy_table
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, decide
 
+from metacog.hypotheses.miscalibration.sources import PolicyFrames, policy_frames  # noqa: F401
 from metacog.hypotheses.miscalibration.hidden import (  # noqa: F401  (the chapter's one namespace)
     EQUIVALENCE_MARGIN, MIN_GROUP_ITEMS, damping, display_hidden, equivalent, hidden_table,
     hidden_verdicts, probe_chance_sentence, probe_studies, sweep_sentence)
@@ -63,42 +65,6 @@ def threshold_for(source: str, cuts: dict | None, default: float):
                 raise ValueError(f"cuts[{key!r}] = {value!r}: a confidence threshold must lie in [0, 1].")
             return value
     return float(default)
-
-
-def policy_frames(sources) -> tuple[dict, list[str]]:
-    """The sources that carry the C0/C1/C2 policies, loaded, and one sentence for each that does not.
-
-    Returns ({source: its rows of probes c0/c1/c2 with a parsed yes/no/abstain decision},
-    [sentences]). A source narrowed to one probe ("run:c2") lacks the other two and gets a
-    sentence too.
-    """
-    from metacog.data.responses import load_responses, source_label
-
-    frames, lacking = {}, []
-    for source in sources:
-        df = load_responses(source)
-        probes = sorted(map(str, df["probe"].dropna().unique()))
-        missing = [p for p in POLICIES if p not in probes]
-        if missing or "decision" not in df.columns:
-            what = (f"lacks the policy probe(s) {', '.join(m.upper() for m in missing)}" if missing
-                    else "has no decision column (yes / no / abstain)")
-            lacking.append(f"{source_label(source)} {what} (its probes: {', '.join(probes)}), so the "
-                           f"policy audit does not apply to it.")
-            continue
-        rows = df[df["probe"].astype(str).isin(POLICIES)].copy()
-        if "parse_status" in rows.columns:
-            status = rows["parse_status"].astype("string")
-            rows = rows[(status.isna() | (status == "ok")).to_numpy()]
-        rows["decision"] = rows["decision"].astype(str).str.lower()
-        rows = rows[rows["decision"].isin(("yes", "no", "abstain"))]
-        if "domain" not in rows.columns or rows["domain"].isna().all():
-            rows["domain"] = rows["benchmark"]
-        if rows.empty:
-            lacking.append(f"{source_label(source)} has no parsed yes / no / abstain decisions on its "
-                           f"policy probes, so the policy audit does not apply to it.")
-            continue
-        frames[source] = rows.reset_index(drop=True)
-    return frames, lacking
 
 
 def gate(df: pd.DataFrame, probe: str = "c0", **kw) -> pd.DataFrame:
@@ -204,11 +170,25 @@ def spearman_ci(rho: float, n: int, ci: float = 0.95) -> tuple[float, float]:
     return float(np.tanh(z - half)), float(np.tanh(z + half))
 
 
+@chapter_result
+class DomainRanking(ChapterResult):
+    """:func:`domain_ranking`: ``domains`` (per model and domain: the C2 gain over C0, H_proxy
+    and the label baselines) and ``ranks`` (per model and predictor: the Spearman correlation
+    with the gain across domains, ``ci_low``/``ci_high``, ``at_chance``)."""
+
+    domains: pd.DataFrame
+    ranks: pd.DataFrame
+
+    def summary(self) -> pd.DataFrame:
+        """The ranks: per model and predictor, Spearman's rho with its interval."""
+        return self.ranks.copy()
+
+
 def domain_ranking(df: pd.DataFrame, threshold=0.8, lam: float = 1.0,
-                   gate_table: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(domains, ranks): :func:`metacog.hypotheses.miscalibration.audit.domain_table` (per model and domain: the
-    C2 gain over C0, H_proxy and the label baselines) and per model and predictor the Spearman
-    correlation with the gain across domains, with ``ci_low``/``ci_high`` and ``at_chance``."""
+                   gate_table: pd.DataFrame | None = None) -> DomainRanking:
+    """:func:`metacog.hypotheses.miscalibration.audit.domain_table` and
+    :func:`~metacog.hypotheses.miscalibration.audit.ranking` with Fisher-z intervals (a
+    :class:`DomainRanking`)."""
     thr = 0.8 if threshold == "median" else float(threshold)
     domains = audit.domain_table(df, policy="c2", lam=lam, threshold=thr)
     ranks = audit.ranking(domains)
@@ -216,7 +196,7 @@ def domain_ranking(df: pd.DataFrame, threshold=0.8, lam: float = 1.0,
     ranks["ci_low"], ranks["ci_high"] = [c[0] for c in ci], [c[1] for c in ci]
     if gate_table is not None:
         ranks["at_chance"] = ranks["model"].map(dict(zip(gate_table["model"], gate_table["at_chance"])))
-    return domains, ranks
+    return DomainRanking(domains, ranks)
 
 
 def audit_sentence(summary: pd.DataFrame, label: str) -> str:

@@ -29,7 +29,7 @@ import pandas as pd
 
 from metacog.hypotheses.miscalibration import audit as mc
 from metacog.hypotheses.adequacy import ungated
-from metacog.hypotheses.common import panel_columns, short_model
+from metacog.hypotheses.common import ChapterResult, chapter_result, panel_columns, short_model
 from metacog.hypotheses.miscalibration.hidden import EQUIVALENCE_MARGIN
 from metacog.hypotheses.miscalibration.null import cooccurrence_item_axis
 from metacog.hypotheses.verdict import decide_meaningful
@@ -132,10 +132,29 @@ def _row(domain, rated, share, of_err, co) -> dict:
             "p_perm": float((1 + (perm >= co["observed"]).sum()) / (1 + perm.size))}
 
 
+@chapter_result
+class PopulationTable(ChapterResult):
+    """:func:`table`: ``results`` (:func:`analyse`'s rows for every analysed panel, the panel's
+    columns first) and ``notes`` (one row per panel: models, those at chance or without a
+    chance test, whether it was analysed and why not)."""
+
+    results: pd.DataFrame
+    notes: pd.DataFrame
+
+    def summary(self) -> pd.DataFrame:
+        """Per panel, over all items: the confident-error share and the co-occurrence ratio,
+        each with ``ci_low``/``ci_high``."""
+        cols = ["panel", "items", "models", "ocw_share", "ocw_share_ci_low", "ocw_share_ci_high",
+                "ratio", "ratio_ci_low", "ratio_ci_high", "p_perm"]
+        r = self.results
+        return r.loc[r["domain"] == ALL, cols].reset_index(drop=True) if len(r) else pd.DataFrame(columns=cols)
+
+
 def table(panelset, *, thresholds: dict | None = None, threshold=0.8, n_boot: int = 1000,
-          n_perm: int = 199, seed: int = 0, skip_probes=("c1", "c2")) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(results, notes): :func:`analyse` on the models above chance of every panel (not the
-    policy probes ``skip_probes``, which the policy audit covers), remembered on disk.
+          n_perm: int = 199, seed: int = 0, skip_probes=("c1", "c2")) -> PopulationTable:
+    """:func:`analyse` on the models above chance of every panel (not the
+    policy probes ``skip_probes``, which the policy audit covers), remembered on disk: a
+    :class:`PopulationTable` of ``results`` and ``notes``.
 
     ``thresholds`` maps a panel's source to its threshold (else ``threshold``). ``notes`` has
     one row per panel: panel, models, at_chance (their short names), chance_unknown (models kept
@@ -169,10 +188,10 @@ def table(panelset, *, thresholds: dict | None = None, threshold=0.8, n_boot: in
         notes.append(note)
     notes = pd.DataFrame(notes, columns=["panel", "models", "at_chance", "chance_unknown", "analysed", "note"])
     if not parts:
-        return pd.DataFrame(), notes
+        return PopulationTable(pd.DataFrame(), notes)
     out = pd.concat(parts, ignore_index=True)
     first = ["panel", "source", "benchmark", "probe", "timing"]
-    return out[first + [c for c in out.columns if c not in first]], notes
+    return PopulationTable(out[first + [c for c in out.columns if c not in first]], notes)
 
 
 def verdicts(results: pd.DataFrame) -> list:

@@ -17,7 +17,7 @@ import pandas as pd
 from metacog.hypotheses.reasoning_text import probe as text_probe
 from metacog.memo import memo
 from metacog.hypotheses.adequacy import ungated
-from metacog.hypotheses.common import short_model
+from metacog.hypotheses.common import ChapterResult, chapter_result, short_model
 from metacog.tidy.report import fmt_ci, fmt_list, pretty
 from metacog.stats.intervals import auroc_ci
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, Verdict, cap, decide
@@ -127,14 +127,51 @@ def compare(rows: pd.DataFrame, *, text: str = "reasoning_text", cv: int = 5, C:
     return pd.DataFrame(out), probe.coef_
 
 
+@chapter_result
+class TextProbeComparison(ChapterResult):
+    """:func:`analyse` over its sources: ``table`` (the comparisons stacked, with ``source`` and
+    ``models`` columns), ``models`` ({source: (kept, all)}), ``skipped`` ({source: why}), ``coef``
+    ({source: the probe's coefficients}), ``rows`` ({source: the pooled rows}) and ``ungated``
+    ({source: kept models whose chance level is unknown, so the gate could not test them}) and
+    ``gates`` ({source: :func:`gate_models`' table})."""
+
+    table: pd.DataFrame
+    models: dict
+    skipped: dict
+    coef: dict
+    rows: dict
+    ungated: dict
+    gates: dict
+
+    def summary(self) -> pd.DataFrame:
+        """One row per source and score: AUROC with ``ci_low``/``ci_high``; a skipped source
+        gets one row saying why."""
+        skipped = pd.DataFrame({"source": list(self.skipped), "note": list(self.skipped.values())})
+        return pd.concat([self.table, skipped], ignore_index=True) if len(skipped) else self.table.copy()
+
+
+@chapter_result
+class SamplingBaseline(ChapterResult):
+    """:func:`sampling_baseline`: the ``curve`` (AUROC of the mean of k sampled judgments, per k),
+    the text probe's ``row`` on one sampled call (auroc, ci_low, ci_high, n_pos, n_neg, pairs,
+    models, text) and the ``sentence`` saying what the comparison shows."""
+
+    curve: pd.DataFrame
+    row: dict
+    sentence: str
+
+    def summary(self) -> pd.DataFrame:
+        """The text probe's row, with the smallest k whose mean matches it (NaN when none does)."""
+        match = self.curve[self.curve["auroc"] >= self.row["auroc"]]
+        return pd.DataFrame([{**self.row, "k_to_match": int(match["k"].iloc[0]) if len(match) else np.nan}])
+
+
 def analyse(sources, *, answer: bool = False, min_conformance: float = 0.8, cv: int = 5, C: float = 1.0,
-            seed: int = 0, n_boot: int = 1000, gate: bool = True) -> dict:
-    """:func:`compare` for every source on its gated models. With ``answer`` the text is the
-    attempt without the context ('raw_text' of 'answer_no_context') and the judgments are the
-    same model's prospective ones. Returns {'table': stacked comparison with a ``source``
-    column, 'models': {source: (kept, all)}, 'skipped': {source: why}, 'coef': {source: Series},
-    'rows': {source: the pooled rows}, 'gates': {source: :func:`gate_models`' table}, 'ungated': {source: kept models whose chance level is
-    unknown, so the gate could not test them against chance}}. ``gate=False`` pools every model (for comparison only)."""
+            seed: int = 0, n_boot: int = 1000, gate: bool = True) -> TextProbeComparison:
+    """:func:`compare` for every source on its gated models (a :class:`TextProbeComparison`).
+    With ``answer`` the text is the attempt without the context ('raw_text' of
+    'answer_no_context') and the judgments are the same model's prospective ones.
+    ``gate=False`` pools every model (for comparison only)."""
     res = {"table": [], "models": {}, "skipped": {}, "coef": {}, "rows": {}, "ungated": {}, "gates": {}}
     for given in sources:
         src = shown_source(given)  # what the page calls it: a file by its name only
@@ -175,7 +212,7 @@ def analyse(sources, *, answer: bool = False, min_conformance: float = 0.8, cv: 
         res["rows"][src] = use
         res["table"].append(t.assign(source=src, models=", ".join(short_model(m) for m in kept)))
     res["table"] = pd.concat(res["table"], ignore_index=True) if res["table"] else pd.DataFrame()
-    return res
+    return TextProbeComparison(**res)
 
 
 def _cell(r: dict) -> str:
@@ -274,10 +311,11 @@ def verdict_paragraph(vs: list[Verdict], table: pd.DataFrame | None = None) -> s
 
 def sampling_baseline(sampled: pd.DataFrame, outcomes: pd.DataFrame, kept: list, *, cv: int = 5,
                       C: float = 1.0, seed: int = 0, greedy: dict | None = None,
-                      sampled_text: str = "the first sampled reasoning text") -> tuple[pd.DataFrame, dict, str]:
+                      sampled_text: str = "the first sampled reasoning text") -> SamplingBaseline:
     """The mean of ``k`` sampled yes/no judgments against the text probe on one sampled call,
-    on the ``kept`` models. Returns (the k-curve of :func:`metacog.hypotheses.reasoning_text.probe.sample_mean_auroc`,
-    the probe's AUROC row with DeLong's interval, a sentence saying what the comparison shows).
+    on the ``kept`` models. Returns a :class:`SamplingBaseline`: the k-curve of
+    :func:`metacog.hypotheses.reasoning_text.probe.sample_mean_auroc`, the probe's AUROC row
+    with DeLong's interval, and a sentence saying what the comparison shows.
 
     The probe here reads ``sampled_text`` (sample 0 of the sampled run), which is not the greedy
     text of the main comparison: it is another statistic on the same pairs. ``greedy`` (the main
@@ -314,36 +352,36 @@ def sampling_baseline(sampled: pd.DataFrame, outcomes: pd.DataFrame, kept: list,
     if curve["auroc"].iloc[-1] < min(0.5, curve["auroc"].iloc[0]):
         say += ("; the sampled judgments rank below chance and fall further as k grows, so averaging "
                 "sharpens a signal that points the wrong way")
-    return curve, row, say
+    return SamplingBaseline(curve, row, say)
 
 
-def text_probe_row(result: dict, source: str) -> dict | None:
+def text_probe_row(result: TextProbeComparison, source: str) -> dict | None:
     """The text probe's row of :func:`analyse`'s table for ``source`` (auroc, ci_low, ci_high,
     n_pos, n_neg, texts) with ``keys``, its (model, item_id) pairs; None when it was not fitted."""
-    t = result["table"]
-    if not len(t) or source not in result["rows"]:
+    t = result.table
+    if not len(t) or source not in result.rows:
         return None
     r = t[(t["source"] == source) & (t["score"] == "text_probe")]
     if r.empty:
         return None
-    rows = result["rows"][source]
+    rows = result.rows[source]
     return {**r.iloc[0].to_dict(), "keys": list(zip(rows["model"], rows["item_id"]))}
 
 
-def pooled_table(result: dict):
+def pooled_table(result: TextProbeComparison):
     """Which models each source pools, for a page: the models with reasoning text, those pooled
     (they pass the gate), those left out (at chance or not following the format) and any pooled
     without a chance test."""
     from metacog.tidy.report import pretty_or
 
-    unknown = result.get("ungated", {})
+    unknown = result.ungated
     rows = [{"source": s, "models with texts": len(all_),
              "pooled": fmt_list([short_model(m) for m in kept]) if kept else "none",
              "left out (at chance or off-format)":
                  fmt_list([short_model(m) for m in all_ if m not in kept]) or "none",
              "pooled without a chance test (chance unknown)":
                  fmt_list([short_model(m) for m in unknown.get(s, [])]) if unknown.get(s) else "none"}
-            for s, (kept, all_) in result["models"].items()]
+            for s, (kept, all_) in result.models.items()]
     return pretty_or(pd.DataFrame(rows), "No source has models with reasoning text, so none is pooled.")
 
 
@@ -364,7 +402,7 @@ def no_model_notice(result: dict) -> str:
             "text carries a model's uncertainty: no source has a model above chance.")
     lines = []
     for src, (_, texts) in result["models"].items():
-        g = result.get("gates", {}).get(src)
+        g = result.gates.get(src)
         if g is None:
             continue
         why = [f"{short_model(r['model'])} {failures(r) or 'does not follow the format'}"

@@ -27,8 +27,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from metacog.hypotheses.shortcut.twins import MIN_PAIRS, NEAR_CONSTANT, SAME, label, name_twins, twin_pairs  # noqa: F401
-from metacog.hypotheses.shortcut.twins import _interval
+from metacog.hypotheses.common import ChapterResult, chapter_result
+from metacog.hypotheses.shortcut.twins import (MIN_DRAWS, MIN_PAIRS, NEAR_CONSTANT, SAME, label,  # noqa: F401
+                                               name_twins, twin_pairs)
 from metacog.stats import resample
 from metacog.tidy.report import fmt_count
 
@@ -148,9 +149,53 @@ def advantage_draws(confidence: pd.DataFrame, correct: pd.DataFrame, masks: dict
     return out
 
 
+def _headline(groups: pd.DataFrame, twins: pd.DataFrame) -> pd.DataFrame:
+    """Per subset (and panel, when the tables have one): the judge comparison and the mean over
+    same-weight twins, each a difference with ``ci_low``/``ci_high`` and its n."""
+    keys = ["panel"] if "panel" in groups else []
+    g = groups.assign(design="judges by flag", n=groups["reasoning_judges"] + groups["other_judges"])
+    t = twins[twins["pair"] == SAME].assign(design="same-weight twins", n=lambda d: d["pairs"])
+    cols = [*keys, "design", "subset", "difference", "difference_ci_low", "difference_ci_high", "n"]
+    parts = [x[cols] for x in (g, t) if len(x)]
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=cols)
+    return out.rename(columns={"difference_ci_low": "ci_low", "difference_ci_high": "ci_high"})
+
+
+@chapter_result
+class ShortcutAnalysis(ChapterResult):
+    """:func:`analyse` of one panel: ``judges`` (self-advantage per judge and subset),
+    ``groups`` (reasoning minus non-reasoning judges), ``twins`` (per twin pair and the means
+    over pairs) and ``items`` ({subset: items})."""
+
+    judges: pd.DataFrame
+    groups: pd.DataFrame
+    twins: pd.DataFrame
+    items: dict
+
+    def summary(self) -> pd.DataFrame:
+        """Per design and subset: the difference, its interval and n."""
+        return _headline(self.groups, self.twins)
+
+
+@chapter_result
+class ShortcutTables(ChapterResult):
+    """:func:`tables` over a panel set: ``flags``, ``judges``, ``groups``, ``twins`` stacked with
+    the panel's columns first, and ``notes`` (what could not be run, and why)."""
+
+    flags: pd.DataFrame
+    judges: pd.DataFrame
+    groups: pd.DataFrame
+    twins: pd.DataFrame
+    notes: pd.DataFrame
+
+    def summary(self) -> pd.DataFrame:
+        """Per panel, design and subset: the difference, its interval and n."""
+        return _headline(self.groups, self.twins)
+
+
 def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, domains: pd.Series, flags: pd.DataFrame, *,
-            formal_domains=FORMAL, n_boot: int = 200, seed: int = 0) -> dict:
-    """The chapter's analysis of one panel. Returns a dict of tidy tables:
+            formal_domains=FORMAL, n_boot: int = 200, seed: int = 0) -> ShortcutAnalysis:
+    """The chapter's analysis of one panel. Returns a :class:`ShortcutAnalysis` of tidy tables:
 
     - ``judges``: per judge and subset, self-advantage with its item-bootstrap interval, flag;
     - ``groups``: reasoning minus non-reasoning judges' mean self-advantage per subset and for
@@ -169,7 +214,7 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, domains: pd.Series,
     judges = []
     for s, sub in enumerate(names):
         for j, m in enumerate(models):
-            lo, hi = _interval(draws[1:, s, j])
+            lo, hi = resample.percentile_interval(draws[1:, s, j], min_draws=MIN_DRAWS)
             judges.append({"subset": sub, "model": m, "reasoning": flag.iloc[j], "items": int(masks[sub].sum()),
                            "advantage": draws[0, s, j], "advantage_ci_low": lo, "advantage_ci_high": hi})
     judges = pd.DataFrame(judges)
@@ -190,7 +235,7 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, domains: pd.Series,
             ok = np.isfinite(vals[0])
         r, n = np.flatnonzero(ok & is_r), np.flatnonzero(ok & is_n)
         diff = resample.mean_over_resampled_units(vals, r, rng) - resample.mean_over_resampled_units(vals, n, rng)
-        lo, hi = _interval(diff[1:])
+        lo, hi = resample.percentile_interval(diff[1:], min_draws=MIN_DRAWS)
         p = np.nan
         if len(r) and len(n):
             from scipy.stats import mannwhitneyu
@@ -205,9 +250,8 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, domains: pd.Series,
                                            "difference_ci_high", "p_mann_whitney"])
     from metacog.hypotheses.shortcut.twins import twins
 
-    return {"judges": judges, "groups": groups,
-            "twins": twins(draws, names, models, flags, confidence, rng, contrast=CONTRAST),
-            "items": {k: int(v.sum()) for k, v in masks.items()}}
+    return ShortcutAnalysis(judges, groups, twins(draws, names, models, flags, confidence, rng, contrast=CONTRAST),
+                            {k: int(v.sum()) for k, v in masks.items()})
 
 
 def panel_domains(panel) -> pd.Series:
@@ -220,10 +264,10 @@ def panel_domains(panel) -> pd.Series:
 
 
 def tables(panelset, *, formal_domains=FORMAL, reasoning_models=(), n_boot: int = 200,
-           seed: int = 0) -> dict:
+           seed: int = 0) -> ShortcutTables:
     """:func:`analyse` for every panel (remembered on disk by :func:`metacog.memo.memo`).
 
-    Returns a dict of stacked tables, each with the panel's columns first: ``flags`` (one row per
+    Returns a :class:`ShortcutTables` of stacked tables, each with the panel's columns first: ``flags`` (one row per
     panel and model), ``judges``, ``groups``, ``twins``, and ``notes`` (one sentence per panel
     saying what could not be run and why; empty when everything ran).
     """
@@ -253,13 +297,13 @@ def tables(panelset, *, formal_domains=FORMAL, reasoning_models=(), n_boot: int 
         if domains.isna().all():
             notes.append({**cols, "note": f"{p.name} has no domain column, so the formal-domain test is "
                                           f"skipped and every item counts in 'all items' only."})
-        elif "formal items" not in res["items"] or "other items" not in res["items"]:
-            have = res["items"].get("formal items", 0)
+        elif "formal items" not in res.items or "other items" not in res.items:
+            have = res.items.get("formal items", 0)
             notes.append({**cols, "note": f"{p.name} has {fmt_count(have, 'formal item')} (domains "
                                           f"{', '.join(formal_domains)}) or too few others; the formal-domain "
                                           f"test needs {MIN_ITEMS} of each."})
         for k in ("judges", "groups", "twins"):
-            parts[k].append(res[k].assign(**cols))
+            parts[k].append(getattr(res, k).assign(**cols))
     out = {}
     for k, frames in parts.items():
         frames = [f for f in frames if len(f)]
@@ -269,8 +313,8 @@ def tables(panelset, *, formal_domains=FORMAL, reasoning_models=(), n_boot: int 
             out[k] = t[first + [c for c in t.columns if c not in first]]
         else:
             out[k] = pd.DataFrame(columns=["panel", "source", "benchmark", "probe", "timing", *_EMPTY[k]])
-    out["notes"] = pd.DataFrame(notes, columns=["panel", "source", "benchmark", "probe", "timing", "note"])
-    return out
+    notes = pd.DataFrame(notes, columns=["panel", "source", "benchmark", "probe", "timing", "note"])
+    return ShortcutTables(**out, notes=notes)
 
 
 _EMPTY = {"flags": ["model", "reasoning", "twin", "twin_exact", "verified", "flag_from"],
@@ -293,7 +337,7 @@ _CLAIMS = {
 }
 
 
-def verdicts(result: dict) -> list:
+def verdicts(result: ShortcutTables) -> list:
     """Each claim of :data:`_CLAIMS` decided per panel with :func:`metacog.hypotheses.verdict.decide`.
 
     Judge comparisons need :data:`MIN_JUDGES` judges in each group; twin comparisons are
@@ -305,7 +349,7 @@ def verdicts(result: dict) -> list:
     from metacog.hypotheses.verdict import decide
 
     out = []
-    g = result["groups"]
+    g = result.groups
     for r in g.to_dict("records"):
         key = ("judges", r["subset"])
         if key not in _CLAIMS:
@@ -317,7 +361,7 @@ def verdicts(result: dict) -> list:
                           min_counts={"reasoning judges": MIN_JUDGES, "non-reasoning judges": MIN_JUDGES}))
     from metacog.hypotheses.shortcut.twins import twin_verdicts
 
-    out += twin_verdicts(result["twins"], {sub: c for (kind, sub), c in _CLAIMS.items() if kind == "twins"})
+    out += twin_verdicts(result.twins, {sub: c for (kind, sub), c in _CLAIMS.items() if kind == "twins"})
     return out
 
 

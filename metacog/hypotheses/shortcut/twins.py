@@ -29,6 +29,8 @@ from metacog.stats import resample
 MIN_PAIRS = 5
 #: A judgment with one value on more than this share of its items is near-constant; its pair is excluded.
 NEAR_CONSTANT = 0.95
+#: Fewer finite bootstrap draws than this give no 95% percentile interval.
+MIN_DRAWS = 10
 #: The summary rows of the twin table.
 SAME, ALL_PAIRS = "mean over same-weight twins", "mean over all pairs (incl. related)"
 _THINK = ("-thinking", "-think")
@@ -81,11 +83,6 @@ def modal_share(confidence: pd.DataFrame) -> pd.Series:
     return confidence.apply(lambda s: s.value_counts(normalize=True).max() if s.notna().any() else np.nan)
 
 
-def _interval(draws) -> tuple[float, float]:
-    """95% percentile interval of the finite draws; none from fewer than 10."""
-    return resample.percentile_interval(draws, min_draws=10)
-
-
 def _side(lo: float, hi: float) -> str:
     return "above" if lo > 0 else ("below" if hi < 0 else "straddles")
 
@@ -102,12 +99,12 @@ def _summary(label: str, d: np.ndarray, idx: np.ndarray, rng, min_pairs: int) ->
     if len(idx) < min_pairs:
         return row
     m = resample.mean_over_resampled_units(d, idx, rng)
-    lo, hi = _interval(m[1:])
+    lo, hi = resample.percentile_interval(m[1:], min_draws=MIN_DRAWS)
     loo, sides = [], set()
     for k in range(len(idx)):
         mk = resample.mean_over_resampled_units(d, np.delete(idx, k), rng)
         loo.append(mk[0])
-        sides.add(_side(*_interval(mk[1:])))
+        sides.add(_side(*resample.percentile_interval(mk[1:], min_draws=MIN_DRAWS)))
     row.update(difference=m[0], difference_ci_low=lo, difference_ci_high=hi, loo_min=float(min(loo)),
                loo_max=float(max(loo)), loo_flips=bool(sides != {_side(lo, hi)}))
     return row
@@ -141,7 +138,7 @@ def twins(draws: np.ndarray, names: list, models: list, flags: pd.DataFrame, con
     rows = []
     for sub, d in per.items():
         for k, (a, b, ex) in enumerate(pairs):
-            lo, hi = _interval(d[1:, k])
+            lo, hi = resample.percentile_interval(d[1:, k], min_draws=MIN_DRAWS)
             rows.append({"pair": f"{a} vs {b}", "exact": ex, "subset": sub, "pairs": 1, "difference": d[0, k],
                          "difference_ci_low": lo, "difference_ci_high": hi, "excluded": excluded[k]})
         ok = kept & np.isfinite(d[0])
