@@ -295,3 +295,21 @@ def test_population_sentence_keeps_interval_ends_apart():
     text = hpop.overall_sentence(r)
     assert "1.10 (95% CI 1.06 to 1.14) times as dispersed" in text
     assert "at both ends" not in text and "(81 models above chance, 12,032 items)" in text
+
+
+def test_policy_frames_keep_complete_items_and_add_p_yes_answerers_only_when_asked(tmp_path):
+    rng = np.random.default_rng(4)
+    df = policy_rows("yes-sayer", always_yes=True)
+    gold_yes = (df["item_id"].str[1:].astype(int) % 2 == 1).to_numpy()
+    df["p_yes"] = 1 / (1 + np.exp(-(3 + 2 * (2 * gold_yes - 1) + rng.normal(0, 1, len(df)))))
+    df = df[~((df["probe"] == "c2") & (df["item_id"] >= "q100"))]  # 20 items lack C2
+    path = tmp_path / "yes.csv"
+    df.to_csv(path, index=False)
+    plain = hm.policy_frames([str(path)])
+    frame = plain.frames[str(path)]
+    assert frame["item_id"].nunique() == 100 and set(frame["model"]) == {"yes-sayer"}
+    assert plain.p_yes.empty and any("100 items of the 120 carry" in s for s in plain.lacking)
+    read = hm.policy_frames([str(path)], read_p_yes=True)
+    g = hm.gate(read.frames[str(path)]).set_index("model")
+    assert g.loc["yes-sayer", "at_chance"] and not g.loc["yes-sayer · P(Yes)", "at_chance"]
+    assert set(read.p_yes["probe"]) == {"c0", "c1", "c2"}

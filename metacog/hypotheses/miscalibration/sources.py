@@ -64,5 +64,7 @@ def policy_frames(sources, *, read_p_yes: bool = False, seed: int = 0) -> Policy
             continue
         frames[source] = rows.reset_index(drop=True)
     frames, partial = complete_items(frames)
-    frames, fits = add_p_yes(frames, seed=seed) if read_p_yes else add_p_yes({})
+    fits = add_p_yes({})[1]  # no answerer added: an empty fits table
+    if read_p_yes:
+        frames, fits = add_p_yes(frames, seed=seed)
     return PolicyFrames(frames, lacking + partial, fits)

@@ -1,0 +1,54 @@
+"""What the reasoning-text page shows of who is pooled: the pooled models per source
+(:func:`pooled_table`) and the notice at the top of the page when no model passes the gate
+(:func:`no_model_notice`)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from metacog.hypotheses.common import short_model
+from metacog.tidy.report import fmt_list
+
+
+def pooled_table(result: TextProbeComparison):
+    """Which models each source pools, for a page: the models with reasoning text, those pooled
+    (they pass the gate), those left out (at chance or not following the format) and any pooled
+    without a chance test."""
+    from metacog.tidy.report import pretty_or
+
+    unknown = result.ungated
+    rows = [{"source": s, "models with texts": len(all_),
+             "pooled": fmt_list([short_model(m) for m in kept]) if kept else "none",
+             "left out (at chance or off-format)":
+                 fmt_list([short_model(m) for m in all_ if m not in kept]) or "none",
+             "pooled without a chance test (chance unknown)":
+                 fmt_list([short_model(m) for m in unknown.get(s, [])]) if unknown.get(s) else "none"}
+            for s, (kept, all_) in result.models.items()]
+    return pretty_or(pd.DataFrame(rows), "No source has models with reasoning text, so none is pooled.")
+
+
+def no_model_notice(result: dict) -> str:
+    """A MyST warning for the top of the page when no source pools any model (every model with
+    reasoning text is at chance or off-format): the page then gives no estimate and draws no
+    verdict. Lists each source's models with the rule each fails, as the benchmark pages do
+    (the benchmark pages' ``no_signal_notice``). '' when some source pools a model."""
+    def failures(r) -> str:  # the failed rules of one gate row, as the benchmark pages word them
+        if isinstance(r.get("failures"), str) and r["failures"]:
+            return r["failures"]
+        return "" if r["carries_signal"] else str(r.get("reason", ""))
+
+    if any(kept for kept, _ in result["models"].values()):
+        return ""
+    head = ("No model on this page answers above chance and follows the format on any source, so "
+            "the page gives no estimate of the text probe and draws no verdict on whether reasoning "
+            "text carries a model's uncertainty: no source has a model above chance.")
+    lines = []
+    for src, (_, texts) in result["models"].items():
+        g = result.gates.get(src)
+        if g is None:
+            continue
+        why = [f"{short_model(r['model'])} {failures(r) or 'does not follow the format'}"
+               for r in g[g["model"].isin(texts)].to_dict("records")]
+        lines.append(f"- {src}: " + "; ".join(why) + ".")
+    lines += [f"- {s}: {why}." for s, why in result["skipped"].items() if s not in result["models"]]
+    return "```{warning}\n" + head + ("\n\n" + "\n".join(lines) if lines else "") + "\n```"
