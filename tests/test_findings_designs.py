@@ -169,9 +169,11 @@ def test_findings_table_fills_every_column(tmp_path, monkeypatch):
     shown = findings.display(t)
     assert (shown.astype(str).apply(lambda c: c.str.strip() != "")).all().all()
     # paper 1 denies the self-over-other claim: "not supported" there agrees with it
-    pw = t[t["chapter"] == "pairwise"]
+    pw = t[(t["chapter"] == "pairwise") & (t["design"] == "prospective")]
     assert set(pw["agreement"][pw["status"] == "not supported"]) <= {"agrees with the paper"}
     assert set(pw["agreement"][pw["status"] == "supported"]) <= {"disagrees with the paper"}
+    after = t[t["design"] == "after answering"]
+    assert set(after["agreement"]) == {"different design: not comparable"}
     counts = findings.agreement_counts(t)
     assert set(counts["design"]) == set(t["design"])
     n_cells = counts.drop(columns=["paper", "claim", "design"]).to_numpy().sum()

@@ -19,6 +19,7 @@ import pandas as pd
 
 from metacog.data.designs import UNKNOWN, Design, design as design_of, timing_rank
 from metacog.hypotheses.pairwise import PAPER1
+from metacog.hypotheses.pairwise.population import PAPER1_AUROC
 
 __all__ = ["PAPER_CLAIMS", "Found", "collect", "findings_table", "display", "untestable", "CHAPTERS"]
 
@@ -32,9 +33,22 @@ def _paper1(index: int, fmt: str) -> str:
     return ", ".join(f"{fmt.format(v[index])} ({b})" for b, v in PAPER1.items() if v[index] is not None)
 
 
+#: The designs (panel timings, :mod:`metacog.data.designs`) each paper makes its claims on: a
+#: verdict on a panel of another design is a different measurement, never agreement or
+#: disagreement with the paper.
+PAPER_DESIGNS = {"paper 1": ("prospective", "counterfactual"), "paper 2": ("after answering",)}
+
+#: What the "against the paper" column says, and the count columns of :func:`agreement_counts`.
+AGREES, DISAGREES, CANNOT_TELL, OWN = ("agrees with the paper", "disagrees with the paper", "cannot tell",
+                                       "the book's own question")
+OTHER_DESIGN, OTHER_CONTRAST = "different design: not comparable", "different contrast: not comparable"
+NOT_COMPARABLE = "not comparable (different design or contrast)"
+
 #: The claims of both papers, typed from the papers (never computed). ``match``: the words of
-#: a chapter's verdict claim that mark it as this claim; ``paper_says``: whether the paper
-#: asserts the verdict's claim ("holds") or denies it ("does not hold").
+#: a chapter's verdict claim that mark it as this claim (the longest match wins);
+#: ``paper_says``: whether the paper asserts the verdict's claim ("holds") or denies it ("does
+#: not hold"); ``contrast`` (optional): why the chapter's statistic is not the paper's, so that
+#: no row of the claim is compared with the paper.
 PAPER_CLAIMS = [
     dict(id="p1-rank-one", paper="paper 1", chapter="rank_one", match="dominated by one factor",
          paper_says="holds",
@@ -58,6 +72,16 @@ PAPER_CLAIMS = [
                + ", gone once base rates are controlled",
          where="abstract; §1 (fourth finding, §3.3); the τ-b values from its results table as typed "
                "in metacog.hypotheses.pairwise.PAPER1",
+         paper_design="prospective yes/no, 20 frontier models"),
+    dict(id="p1-internal", paper="paper 1", chapter="pairwise",
+         match="better than the other models' mean confidence", paper_says="does not hold",
+         claim="A model's own confidence predicts its correctness better than the other models' mean "
+               "confidence (internal against population AUROC)",
+         value="GPT-4o internal against population AUROC " + ", ".join(
+             f"{v[0]:.3f} against {v[1]:.3f} ({b})" for b, by in PAPER1_AUROC.items() for m, v in by.items()
+             if m == "gpt-4o"),
+         where="§3.3 (per-model test); the AUROCs as typed in "
+               "metacog.hypotheses.pairwise.population.PAPER1_AUROC",
          paper_design="prospective yes/no, 20 frontier models"),
     dict(id="p1-shortcut", paper="paper 1", chapter="shortcut", match="symbolic-shortcut account",
          paper_says="holds",
@@ -88,6 +112,8 @@ PAPER_CLAIMS = [
     dict(id="p2-damping", paper="paper 2", chapter="miscalibration", match="self-critique damps",
          paper_says="holds",
          claim="Self-critique prompts lower hidden-state sensitivity",
+         contrast="the chapter compares self-critique with a length-matched plain prompt, paper 2 with "
+                  "the plain prompt",
          value="lower layer-wise sensitivity under self-critique in three open models (σ = 0.01, "
                "40 trials per item)",
          where="abstract; §1 (claim 3) and §4 (internal probe)",
@@ -167,8 +193,11 @@ def _pairwise(p: dict) -> list[Found]:
     ps = panels(p["sources"], cuts=p.get("cuts") or {})
     results = _call(hp.table, ps, alpha=p["alpha"], unanimous_rule=p["unanimous_rule"],
                     n_perm=p["n_permutations"], n_boot=p["n_boot"], seed=p["seed"])
+    from metacog.hypotheses.pairwise import population as pp
+
     known = {q.name: q.design for q in ps}
-    return [Found("pairwise", v, *_prefix_design(v.claim, known)) for v in hp.verdicts(results)]
+    decided = hp.verdicts(results) + pp.verdicts(pp.internal_population_table(ps))
+    return [Found("pairwise", v, *_prefix_design(v.claim, known)) for v in decided]
 
 
 def _shortcut(p: dict) -> list[Found]:
@@ -179,8 +208,18 @@ def _shortcut(p: dict) -> list[Found]:
     res = _call(hs.tables, ps, formal_domains=p["formal_domains"], reasoning_models=p["reasoning_models"],
                 n_boot=p["n_boot"], seed=p["seed"])
     known = {q.name: q.design for q in ps}
-    return [Found("shortcut", v, *_prefix_design(v.claim, known))
+    return [Found("shortcut", _shortcut_statistic(v), *_prefix_design(v.claim, known))
             for v in hs.account_verdicts(hs.verdicts(res))]
+
+
+def _shortcut_statistic(v):
+    """An account verdict with its statistic named as computed: the account is decided on the
+    formal-item concentration, a difference in differences (formal items minus other items) of
+    the reasoning-minus-non-reasoning (or thinking-minus-twin) self-advantage."""
+    from dataclasses import replace
+
+    who = "thinking-minus-twin" if "twin pairs" in v.claim else "reasoning-minus-non-reasoning"
+    return replace(v, statistic=f"(formal − other) {who} self-advantage (τ-b)")
 
 
 def _reasoning_text(p: dict) -> list[Found]:
@@ -259,28 +298,35 @@ def collect(chapters: dict | None = None, parameter_sets: dict | None = None) ->
 
 
 def _claim_of(f: Found) -> dict:
-    """The paper claim a verdict decides, or a row saying it is the book's own."""
-    for c in PAPER_CLAIMS:
-        if c["chapter"] == f.chapter and c["match"] in f.verdict.claim:
-            return c
+    """The paper claim a verdict decides (the longest ``match``), or a row saying it is the book's own."""
+    hits = [c for c in PAPER_CLAIMS if c["chapter"] == f.chapter and c["match"] in f.verdict.claim]
+    if hits:
+        return max(hits, key=lambda c: len(c["match"]))
     return dict(id=f"book-{f.chapter}", paper="beyond both papers", chapter=f.chapter, match="",
                 paper_says="holds", claim=f.verdict.claim.split(": ", 1)[-1],
                 value="not a claim of either paper", where="—", paper_design="—")
 
 
-def _agreement(status: str, paper_says: str, paper: str) -> str:
-    if paper == "beyond both papers":
-        return "the book's own question"
+def _agreement(status: str, claim: dict, design: str) -> str:
+    """Whether a verdict agrees with the paper: only on a panel of the paper's own design
+    (:data:`PAPER_DESIGNS`) and with the paper's own contrast; otherwise it is not comparable."""
+    if claim["paper"] == "beyond both papers":
+        return OWN
+    if design not in PAPER_DESIGNS.get(claim["paper"], ()):
+        return OTHER_DESIGN
+    if claim.get("contrast"):
+        return OTHER_CONTRAST
     if status == "insufficient evidence":
-        return "cannot tell"
-    same = (status == "supported") == (paper_says == "holds")
-    return "agrees with the paper" if same else "disagrees with the paper"
+        return CANNOT_TELL
+    same = (status == "supported") == (claim["paper_says"] == "holds")
+    return AGREES if same else DISAGREES
 
 
 def findings_table(found: list[Found]) -> pd.DataFrame:
     """One row per (claim, panel): the paper, its claim and value (and where in the paper), the
     panel with its design and elicitation, the book's statistic with estimate, ci_low, ci_high
-    and n, the verdict with its reason, and whether it agrees with the paper. Paper 1's claims
+    and n, the verdict with its reason, and whether it agrees with the paper (only on a panel of
+    the paper's design and contrast: otherwise "not comparable", :func:`_agreement`). Paper 1's claims
     first, prospective and counterfactual panels first within each claim."""
     from metacog.hypotheses.verdict import fmt_n
     from metacog.tidy.report import fmt_ci
@@ -294,14 +340,15 @@ def findings_table(found: list[Found]) -> pd.DataFrame:
         rows.append({"paper": c["paper"], "claim_id": c["id"], "claim": c["claim"],
                      "paper_value": c["value"], "where_in_paper": c["where"],
                      "paper_design": c["paper_design"], "chapter": f.chapter, "panel": f.panel,
+                     "chapter_claim": v.claim.split(": ", 1)[-1],
                      "design": f.design.timing, "elicitation": f.design.elicitation,
                      "statistic": v.statistic, "estimate": v.estimate, "ci_low": v.ci_low,
                      "ci_high": v.ci_high, "book_value": value, "n": fmt_n(v.n) or "no count",
                      "status": v.status, "reason": v.reason,
-                     "agreement": _agreement(v.status, c["paper_says"], c["paper"]),
+                     "agreement": _agreement(v.status, c, f.design.timing),
                      "_order": (order.get(c["id"], len(order)), timing_rank(f.design.timing))})
     cols = ["paper", "claim_id", "claim", "paper_value", "where_in_paper", "paper_design", "chapter",
-            "panel", "design", "elicitation", "statistic", "estimate", "ci_low", "ci_high", "book_value",
+            "panel", "chapter_claim", "design", "elicitation", "statistic", "estimate", "ci_low", "ci_high", "book_value",
             "n", "status", "reason", "agreement"]
     if not rows:
         return pd.DataFrame(columns=cols)
@@ -314,7 +361,8 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
     """The findings table for a page: every cell in words (a missing interval reads so)."""
     out = pd.DataFrame({
         "paper": table["paper"], "claim": table["claim"], "paper's value": table["paper_value"],
-        "where in the paper": table["where_in_paper"], "panel": table["panel"], "design": table["design"],
+        "where in the paper": table["where_in_paper"], "panel": table["panel"],
+        "the chapter's claim": table["chapter_claim"], "design": table["design"],
         "how confidence was asked": table["elicitation"], "statistic": table["statistic"],
         "book's value (95% CI)": table["book_value"], "n": table["n"], "verdict": table["status"],
         "why": table["reason"], "against the paper": table["agreement"]})
@@ -348,12 +396,16 @@ def prospective_panels(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def agreement_counts(table: pd.DataFrame) -> pd.DataFrame:
-    """Per paper claim and design: how many panels agree with the paper, disagree, cannot tell
-    (or ask the book's own question). Counts are made within one design only."""
-    cols = ["agrees with the paper", "disagrees with the paper", "cannot tell", "the book's own question"]
+    """Per paper claim and design: how many panels agree with the paper, disagree, cannot tell,
+    are not comparable with it (a design other than the paper's, or another contrast: counted in
+    their own column, never as agreement or disagreement), or ask the book's own question.
+    Counts are made within one design only."""
+    cols = [AGREES, DISAGREES, CANNOT_TELL, NOT_COMPARABLE, OWN]
     if not len(table):
         return pd.DataFrame(columns=["paper", "claim", "design", *cols])
-    t = table.assign(_d=[timing_rank(d) for d in table["design"]])
+    t = table.assign(_d=[timing_rank(d) for d in table["design"]],
+                     agreement=table["agreement"].replace({OTHER_DESIGN: NOT_COMPARABLE,
+                                                           OTHER_CONTRAST: NOT_COMPARABLE}))
     first = {c: i for i, c in enumerate(dict.fromkeys(table["claim_id"]))}
     t = t.assign(_c=t["claim_id"].map(first))
     g = t.groupby(["_c", "paper", "claim", "_d", "design"], sort=True)["agreement"].value_counts().unstack(fill_value=0)

@@ -89,6 +89,47 @@ def count_sentence(table: pd.DataFrame) -> str:
     return " ".join(out)
 
 
+#: Paper 1's per-model claim, as the book decides it per panel (paper 1 says it does not hold).
+CLAIM = ("a model's own confidence predicts its correctness better than the other models' mean "
+         "confidence (internal against population AUROC)")
+
+#: The rule of :func:`verdicts`, for a page.
+RULE = ("among the models with enough right and wrong answers whose paired 95% interval excludes 0, "
+        "the share with internal AUROC clearly above the population's, with its exact (Clopper-Pearson) "
+        "95% interval: supported when the interval lies above one half (more models clearly above than "
+        "clearly below), not supported when it lies below one half, insufficient evidence when it "
+        "straddles one half or the panel has too few models")
+
+
+def verdicts(table: pd.DataFrame) -> list:
+    """Per panel, paper 1's per-model test as a decided claim (:data:`RULE`), from :func:`counts`:
+    of the sufficient models whose interval excludes 0, the share clearly above the population,
+    judged against one half. Per-model intervals are not corrected for the number of models, but
+    chance exclusions fall on both sides alike, so the share is fair. After answering the claim
+    says so (:func:`metacog.hypotheses.pairwise.self_other_claim`'s rule)."""
+    from metacog.hypotheses.pairwise import AFTER, MIN_MODELS
+    from dataclasses import replace
+
+    from metacog.hypotheses.verdict import decide
+    from metacog.stats.intervals import proportion_ci
+    from metacog.tidy.report import fmt_count
+
+    out = []
+    for r in counts(table).to_dict("records") if len(table) else []:
+        above, below = int(r["internal_above"]), int(r["internal_below"])
+        k = above + below
+        est, (lo, hi) = (above / k, proportion_ci(above, k, method="exact")) if k else (np.nan, (np.nan, np.nan))
+        when = "after answering, " if r["timing"] == AFTER else ""
+        v = decide(f"{r['panel']}: {when}{CLAIM}",
+                   "share of clearly differing models with internal above population AUROC", est, lo, hi,
+                   line=0.5, direction="greater", digits=2, n={"models": int(r["sufficient"])},
+                   min_counts={"models": MIN_MODELS})
+        split = (f"internal AUROC is clearly above the population's for {above} and clearly below for "
+                 f"{below} of the {fmt_count(int(r['sufficient']), 'model')} with enough right and wrong answers")
+        out.append(replace(v, reason=f"{split}; {v.reason}"))
+    return out
+
+
 def same_model(model_id: str, model: str) -> bool:
     """Is ``model_id`` the model ``model``, up to a provider prefix and a release date
     ('openai/gpt-4o', 'gpt-4o-2024-08-06' are gpt-4o; 'gpt-4o-mini' is not)?"""

@@ -215,8 +215,12 @@ def _sig(x: float, digits: int = 2) -> float:
 
 CLAIM = "a model's confidence tracks its own correctness better than other models', beyond base rates"
 
+#: The smallest self-minus-other excess of interest, in τ-b units: the margin of :func:`verdicts`,
+#: and the one the pairwise chapter's self-against-other verdict is judged against.
+MARGIN = 0.02
 
-def verdicts(power_table: pd.DataFrame, *, margin: float = 0.02) -> list:
+
+def verdicts(power_table: pd.DataFrame, *, margin: float = MARGIN) -> list:
     """Per panel: does T exceed what base rates alone produce (its matched null, link fit)?
 
     Judged on the bootstrap interval of the excess (:func:`metacog.hypotheses.verdict.decide`) with
