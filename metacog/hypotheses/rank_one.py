@@ -187,12 +187,13 @@ def with_design(t: pd.DataFrame, panelset) -> pd.DataFrame:
 def mean_tau_table(panelset, *, n_boot: int = 1000, unanimous_rule: str = "either",
                    seed: int = 0) -> pd.DataFrame:
     """Paper 1's pairwise statistics for the comparison table: the pairwise chapter's own
-    :func:`metacog.hypotheses.pairwise.table` (without its slow difficulty control, which does not
-    touch the mean-τ interval), so with the same ``n_boot`` and ``seed`` its mean-τ intervals are
-    the pairwise page's, not a second estimate of the same thing."""
+    :func:`metacog.hypotheses.pairwise.table`, called as that chapter calls it (with its
+    difficulty-stratified null, ``control=True``), so with the same ``n_boot`` and ``seed`` its
+    mean-τ intervals and both nulls are the pairwise page's, not a second estimate of the same
+    thing (and the remembered results are shared)."""
     from metacog.hypotheses import pairwise
 
-    return pairwise.table(panelset, n_boot=n_boot, unanimous_rule=unanimous_rule, control=False, seed=seed)
+    return pairwise.table(panelset, n_boot=n_boot, unanimous_rule=unanimous_rule, control=True, seed=seed)
 
 
 #: The confidence-performance link "vanishes" when the item positions on the two axes
