@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from metacog.hypotheses.shortcut.twins import MIN_PAIRS, NEAR_CONSTANT, SAME, label, name_twins, twin_pairs  # noqa: F401
+from metacog.hypotheses.shortcut.twins import statistic
 from metacog.hypotheses.shortcut.twins import _interval
 from metacog.stats import resample
 from metacog.tidy.report import fmt_count
@@ -310,7 +311,7 @@ def verdicts(result: dict) -> list:
         key = ("judges", r["subset"])
         if key not in _CLAIMS:
             continue
-        out.append(decide(f"{label(r)}: {_CLAIMS[key]}", "reasoning minus non-reasoning self-advantage (τ-b)",
+        out.append(decide(f"{label(r)}: {_CLAIMS[key]}", statistic("judges", r["subset"]),
                           r["difference"], r["difference_ci_low"], r["difference_ci_high"], line=0.0,
                           direction="greater", n={"reasoning judges": int(r["reasoning_judges"]),
                                                   "non-reasoning judges": int(r["other_judges"])},
