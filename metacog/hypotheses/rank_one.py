@@ -17,6 +17,7 @@ import pandas as pd
 from metacog import stats
 from metacog.hypotheses.by_design import (by_design, design_head, design_of, design_order,  # noqa: F401
                                           design_sentence, group_sentence, verdict_frame)
+from metacog.hypotheses.by_design import verdict_frame_text as display_verdicts  # noqa: F401
 from metacog.stats.structure import DOMINANCE_RATIO, classify, rank_one
 from metacog.tidy.phrasing import plural
 
@@ -64,21 +65,6 @@ STRUCTURE_BOUNDS = {"first eigenvalue share": (0.0, 1.0), "eig1/eig2": (1.0, np.
                     "one-factor share": (0.0, 1.0)}
 
 
-def within_bounds(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` (from :func:`metacog.stats.resample.percentile_table`) with each interval end
-    clipped to the values its statistic can take (:data:`STRUCTURE_BOUNDS`). Re-centring the
-    draws on the estimate shifts them all by one amount, which can carry a percentile past a
-    bound (an eig1/eig2 below 1); ``clipped`` says where that happened."""
-    t = table.copy()
-    lo = t["statistic"].map(lambda s: STRUCTURE_BOUNDS.get(s, (-np.inf, np.inf))[0]).astype(float)
-    hi = t["statistic"].map(lambda s: STRUCTURE_BOUNDS.get(s, (-np.inf, np.inf))[1]).astype(float)
-    clipped = (t["ci_low"] < lo) | (t["ci_high"] > hi)
-    t["ci_low"] = np.maximum(t["ci_low"], lo)
-    t["ci_high"] = np.minimum(t["ci_high"], hi)
-    t["clipped"] = clipped.to_numpy()
-    return t
-
-
 @stats.single_blas_thread
 def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
                         ci: float = 0.95) -> pd.DataFrame:
@@ -91,7 +77,7 @@ def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
     ratio); the draws are therefore re-centred on the estimate before the percentiles are taken
     (a first-order bias correction), so the interval measures spread, not the resampling bias;
     an end that the shift carries past the statistic's range (eig1/eig2 below 1, a share
-    outside [0, 1]) is clipped to it (:func:`within_bounds`, column ``clipped``).
+    outside [0, 1]) is clipped to it (:func:`metacog.stats.resample.clip_to_range`, column ``clipped``).
     Resamples come from :mod:`metacog.stats.resample` (weighted 2x2 tables, every pair fitted at
     once); one in which a model's judgments are all equal is computed on the resampled matrix
     with that model dropped, as the estimate would be.
@@ -109,8 +95,8 @@ def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
                 draws.append(_from_rho(rho[r], psi0)[0])
             else:
                 draws.append(_eigen_stats(np.repeat(A, W[r].astype(int), axis=0)))
-    return within_bounds(stats.resample.percentile_table(STRUCTURE_STATISTICS, est, np.array(draws), ci=ci,
-                                                         recentre=True))
+    return stats.resample.clip_to_range(stats.resample.percentile_table(
+        STRUCTURE_STATISTICS, est, np.array(draws), ci=ci, recentre=True), STRUCTURE_BOUNDS)
 
 
 def structure(X: pd.DataFrame, *, n_iter: int = 20, reference: str = "resampled", n_boot: int = 1000,
@@ -308,18 +294,6 @@ def verdicts(structure_table: pd.DataFrame, alignment_table: pd.DataFrame | None
                 direction="less", n={"models": int(r["models"]), "items": int(r["items"])},
                 min_counts={"models": MIN_MODELS, "items": MIN_ITEMS}, digits=2))
     return out
-
-
-def display_verdicts(verdicts: list, *tables: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
-    """:func:`verdict_frame` for a page, with estimate, interval ends and line each written with
-    ``digits`` decimals (as the findings page and the reasons do), whatever the other rows'
-    magnitudes."""
-    from metacog.tidy.report import fmt_num
-
-    t = verdict_frame(verdicts, *tables).drop(columns=["direction"])
-    for c in ("estimate", "ci_low", "ci_high", "line"):
-        t[c] = [fmt_num(x, digits) if np.isfinite(x) else "–" for x in t[c].astype(float)]
-    return t
 
 
 def ordered_correlations(X: pd.DataFrame) -> tuple[pd.DataFrame, list]:
