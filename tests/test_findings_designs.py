@@ -130,6 +130,10 @@ def test_one_interval_per_statistic_on_both_pages(tmp_path, monkeypatch):
     theirs = hp.table(ps, n_boot=40, seed=3, n_perm=99)  # the pairwise page, with its control
     cols = ["mean_tau", "mean_tau_ci_low", "mean_tau_ci_high"]
     pd.testing.assert_frame_equal(ours[cols], theirs[cols])
+    # both nulls too: rank_one's copy of paper 1's table showed "–" for the difficulty null
+    nulls = ["null_base_rate", "null_difficulty"]
+    assert ours[nulls].notna().all().all()
+    pd.testing.assert_frame_equal(ours[nulls], theirs[nulls])
     # a different number of resamples would give another interval: the equality is not automatic
     other = hr.mean_tau_table(ps, n_boot=41, seed=3)
     assert not np.allclose(other[cols].to_numpy(), ours[cols].to_numpy())
@@ -140,6 +144,9 @@ def test_the_book_shows_these_intervals_with_the_same_settings():
     ro, pw = sets["rank-one-default"], sets["pairwise-default"]
     assert ro["n_boot"] == pw["n_boot"] >= 1000 and ro["seed"] == pw["seed"]
     assert ro["unanimous_rule"] == pw["unanimous_rule"]
+    # the power page's T interval comes from the same bootstrap_taus: same resamples and seed
+    po = sets["power-default"]
+    assert po["n_boot"] == pw["n_boot"] and po["seed"] == pw["seed"]
     # the pairwise page calls hr.table with its defaults: they must be the rank-one chapter's
     import inspect
 

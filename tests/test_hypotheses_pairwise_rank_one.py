@@ -268,3 +268,44 @@ def test_what_if_cut_refits_at_the_fixed_cut_and_counts_the_models_it_makes_cons
     yes_no = df.assign(confidence=(df["confidence"] >= 0.5).astype(float))
     none = hr.what_if_cut(panels([str(write_responses(yes_no, tmp_path / "yn.csv"))]), 0.95)
     assert none.sentence == "No panel has continuous confidence." and list(none.table.columns) == ["result"]
+
+
+def test_eig_ratio_interval_never_reaches_below_one():
+    """#12: re-centring the draws shifted eig1/eig2's percentile below 1 (Exercise 28 showed
+    0.98); the interval is clipped to the statistic's range and says so."""
+    t = pd.DataFrame({"statistic": ["first eigenvalue share", "eig1/eig2", "one-factor share"],
+                      "estimate": [0.5, 1.71, 0.9], "ci_low": [0.4, 0.98, 0.8],
+                      "ci_high": [0.6, 3.10, 1.02], "n_boot": [10, 10, 10]})
+    out = stats.resample.clip_to_range(t, hr.STRUCTURE_BOUNDS).set_index("statistic")
+    assert out.at["eig1/eig2", "ci_low"] == 1.0 and out.at["eig1/eig2", "ci_high"] == 3.10
+    assert out.at["one-factor share", "ci_high"] == 1.0
+    assert out.at["first eigenvalue share", "ci_low"] == 0.4
+    assert list(out["clipped"]) == [False, True, True]
+    # on raters without any shared axis, where the ratio sits near 1
+    X = hr.random_raters(200, 8, seed=2)
+    b = hr.bootstrap_structure(X, n_boot=30).set_index("statistic")
+    assert b.at["eig1/eig2", "ci_low"] >= 1.0
+
+
+def test_verdict_table_shows_two_decimals_in_every_row():
+    """#9: a column mixing eig1/eig2 above 10 with a correlation of 0.2 printed '0.2 | 0.1 | 0.3'
+    beside a line of 0.10; each row now has two decimals, as the reason does."""
+    from metacog.hypotheses.verdict import decide
+    vs = [decide("A: claim", "eig1/eig2", 12.345, 10.2, 14.9, line=5.0, digits=2),
+          decide("A: link", "r", 0.2, 0.11, 0.29, line=0.1, direction="less", digits=2)]
+    t = hr.display_verdicts(vs, pd.DataFrame({"panel": ["A"], "design": ["prospective"]}))
+    assert list(t["estimate"]) == ["12.35", "0.20"] and list(t["ci_low"]) == ["10.20", "0.11"]
+    assert list(t["ci_high"]) == ["14.90", "0.29"] and list(t["line"]) == ["5.00", "0.10"]
+
+
+def test_one_varying_model_is_counted_in_the_singular_and_on_judged_items():
+    """#12: '1 models with varying judgments' / '1 models vary'; and the alignment row counted
+    every row of the panel (28) where the structure row counted judged items (13)."""
+    C = pd.DataFrame({f"m{j}": [1.0, 1.0, 1.0, 1.0] + [np.nan] * 4 for j in range(4)})
+    C["m0"] = [1.0, 0.0, 1.0, 0.0] + [np.nan] * 4
+    Y = pd.DataFrame({c: [1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0] for c in C.columns})
+    row = hr.structure(C, parallel=False)
+    assert row["note"].startswith("1 model with varying judgments;") and row["items"] == 4
+    a = hr.alignment(C, Y)
+    assert a["note"].iloc[0].startswith("1 model varies in both confidence and correctness")
+    assert list(a["items"]) == [4, 4]

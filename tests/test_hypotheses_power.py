@@ -144,6 +144,43 @@ def test_verdict_paragraph_reads_right_for_a_single_panel():
                  n={"models": 5}, min_counts={"models": 3}, detectable=0.05, margin=0.02)
     para = hv.verdict_paragraph([one], pd.DataFrame({"panel": ["spar"], "ruled_out_kappa": [np.nan]}))
     assert "all 1 " not in para and "none of the 1 " not in para
-    assert para.startswith(("A self-signal beyond base rates shows in no panel; an excess of 0.02 τ-b or more "
-                            "is ruled out in no panel."))
-    assert "The evidence is insufficient in the one panel because the design could not detect" in para
+    assert para.startswith(("Judgments of unknown design (the data do not say when they were made): a "
+                            "self-signal beyond base rates larger than the smallest excess of interest "
+                            "(0.02 τ-b) shows in no panel; an excess of 0.02 τ-b or more is ruled out in "
+                            "no panel."))
+    assert "The evidence is insufficient in the one panel of this design because it could not detect" in para
+
+
+def _excess_row(panel, est, lo, hi, design, det=0.01):
+    return {"panel": panel, "design": design, "models": 20, "items": 500, "excess": est,
+            "excess_ci_low": lo, "excess_ci_high": hi, "detectable_excess": det, "ruled_out_kappa": np.nan}
+
+
+def test_an_excess_above_zero_but_inside_the_margin_is_not_supported():
+    """#6: Atlas's excess 0.023 (0.015 to 0.030) with margin 0.02 is above 0 but not shown to exceed
+    the margin: insufficient evidence, not supported; wholly beyond the margin is supported."""
+    t = pd.DataFrame([_excess_row("Atlas", 0.023, 0.015, 0.030, "after answering"),
+                      _excess_row("Big", 0.05, 0.03, 0.07, "after answering"),
+                      _excess_row("Tiny", 0.01, 0.005, 0.015, "after answering")])
+    atlas, big, tiny = hw.verdicts(t, margin=0.02)
+    assert atlas.status == INSUFFICIENT and atlas.basis == "sesoi", atlas.reason
+    assert "reaches across 0.02" in atlas.reason
+    assert big.status == SUPPORTED and "beyond 0.02" in big.reason
+    assert tiny.status == NOT_SUPPORTED and tiny.basis == "margin"
+
+
+def test_verdict_paragraph_counts_within_each_design():
+    """#6: no count across designs; the prospective design comes first and is counted alone."""
+    t = pd.DataFrame([_excess_row("Atlas", 0.023, 0.015, 0.030, "after answering"),
+                      _excess_row("Battery", 0.05, 0.03, 0.07, "after answering"),
+                      _excess_row("Cal", 0.04, 0.025, 0.06, "after answering"),
+                      _excess_row("spar", 0.0, -0.01, 0.01, "prospective")])
+    para = hv.verdict_paragraph(hw.verdicts(t, margin=0.02), t, margin=0.02)
+    assert "of the 4" not in para and "4 panels" not in para
+    pro = para.index("Prospective judgments")
+    after = para.index("Judgments made after answering")
+    assert pro < after
+    assert "larger than the smallest excess of interest (0.02 τ-b) shows in no panel; an excess of 0.02 " \
+           "τ-b or more is ruled out in the one panel." in para[pro:after]
+    assert ("shows in 2 of the 3 panels (Battery and Cal); an excess above 0 but not shown to exceed 0.02 "
+            "in 1 of the 3 panels (Atlas), which is therefore not called supported") in para[after:]

@@ -264,3 +264,18 @@ def test_domain_plot_table_drops_panels_with_too_few_twin_pairs():
     assert set(t["panel"]) == {"big"} and sorted(t["domain"]) == ["law", "math"]
     assert list(t.columns) == ["panel", "domain", "difference", "ci_low", "ci_high"]
     assert len(sd.domain_plot_table(twins, min_pairs=2)) == 4
+
+
+def test_overall_sentence_names_its_panel_and_the_contrast_is_a_difference_in_differences():
+    """#8: the overall-advantage sentence named no panel; the formal-minus-other statistic was
+    labelled like the plain group difference."""
+    res, v = _run(kappa_formal=1.0, kappa_other=1.0)
+    text = sd.verdict_paragraph(hs.account_verdicts(v), v)
+    panel = v[0].claim.split(": ", 1)[0]
+    assert f"On {panel}, reasoning judges are better calibrated to themselves over all its items, by " in text
+    conc = [x for x in v if x.claim.endswith("larger on formal items than on others")]
+    assert conc and all(x.statistic.startswith("difference-in-differences: (formal − other items) ")
+                        for x in conc)
+    plain = [x for x in v if x.claim.endswith("better calibrated to themselves than non-reasoning judges")
+             and "formal" not in x.claim]
+    assert [x.statistic for x in plain] == ["reasoning minus non-reasoning self-advantage (τ-b)"]

@@ -416,3 +416,26 @@ def test_real_atlas_imputed_counts(mirror):
     assert (gpt["imputed"], gpt["rows"], gpt["with_confidence"]) == (980, 1500, 520)
     assert out.index[0] == "openai/gpt-oss-120b"
     assert int(dp.stated_at(atlas, 0.5)["rows"].sum()) == 10
+
+
+def test_battery_model_note_counts_t1_t5_and_declined_t6_items():
+    """Planted Battery rows: right on 3 of 4 T1-T5 items, KEEP on 1 of those 3; in T6 two of
+    three items declined (scored wrong, still KEEP). The sentence states each count."""
+    def row(item, track, probe, conf, correct, decision):
+        return {"model": "M", "item_id": f"{track}:{item}", "probe": probe, "track": track,
+                "confidence": conf, "correct": correct, "decision": decision}
+    rows = [row(i, "t1_overhypothesis", "keep_withdraw", c, ok, "")
+            for i, (c, ok) in enumerate([(1.0, 1.0), (0.0, 1.0), (0.0, 1.0), (1.0, 0.0)])]
+    rows += [row(0, "t6_prospective", "keep_withdraw", 1.0, 0.0, "KEEP"),
+             row(1, "t6_prospective", "keep_withdraw", 1.0, 0.0, "KEEP"),
+             row(2, "t6_prospective", "keep_withdraw", 0.0, 1.0, "WITHDRAW"),
+             row(0, "t6_prospective", "path_choice", 0.0, 0.0, "DECLINE"),
+             row(1, "t6_prospective", "path_choice", 0.0, 0.0, "DECLINE"),
+             row(2, "t6_prospective", "path_choice", 1.0, 1.0, "ANSWER_DIRECTLY")]
+    s = dp.battery_model_note(pd.DataFrame(rows), "M")
+    assert "right on 3 of 4 items in tracks T1–T5 yet record KEEP on only 1 of those 3" in s
+    assert "declines 2 of 3 items, which are scored wrong (0 right) while 2 of them still carry KEEP" in s
+    conf = [1, 0, 0, 1, 1, 1, 0]
+    ok = [1, 1, 1, 0, 0, 0, 1]
+    r = np.corrcoef(conf, ok)[0, 1]
+    assert f"r = {r:.2f}".replace("-", "−") in s and "over all 7 items" in s

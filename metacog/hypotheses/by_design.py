@@ -15,7 +15,7 @@ import pandas as pd
 
 from metacog.data.designs import TIMING_WORDS, UNKNOWN, timing_rank
 
-__all__ = ["by_design", "design_head", "design_of", "design_order", "verdict_frame"]
+__all__ = ["by_design", "design_head", "design_of", "design_order", "verdict_frame", "verdict_frame_text"]
 
 #: How each design is named at the head of a sentence about its panels.
 DESIGN_HEADS = {
@@ -73,6 +73,18 @@ def verdict_frame(verdicts: list, *tables: pd.DataFrame) -> pd.DataFrame:
     t = verdict_table(verdicts)
     t.insert(0, "design", design_of(verdicts, *tables))
     return design_order(t).reset_index(drop=True)
+
+
+def verdict_frame_text(verdicts: list, *tables: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
+    """:func:`verdict_frame` for a page, without ``direction``, with estimate, interval ends and
+    line each written with ``digits`` decimals (as the findings page and the reasons do),
+    whatever the magnitudes of the other rows (``pretty()`` rounds a column as one)."""
+    from metacog.tidy.report import fmt_num
+
+    t = verdict_frame(verdicts, *tables).drop(columns=["direction"])
+    for c in ("estimate", "ci_low", "ci_high", "line"):
+        t[c] = [fmt_num(x, digits) if np.isfinite(x) else "–" for x in t[c].astype(float)]
+    return t
 
 
 def design_sentence(summary: pd.DataFrame) -> str:

@@ -18,7 +18,9 @@ from metacog import stats
 from metacog.hypotheses.by_design import (by_design, design_head, design_of, design_order,  # noqa: F401
                                           design_sentence, group_sentence, verdict_frame)
 from metacog.hypotheses.common import ChapterResult, chapter_result
+from metacog.hypotheses.by_design import verdict_frame_text as display_verdicts  # noqa: F401
 from metacog.stats.structure import DOMINANCE_RATIO, classify, rank_one
+from metacog.tidy.phrasing import plural
 
 
 #: Fewer raters than this make a rank-one question meaningless: with two or three columns
@@ -58,6 +60,11 @@ def _from_rho(rho: np.ndarray, start=None):
 
 STRUCTURE_STATISTICS = ("first eigenvalue share", "eig1/eig2", "one-factor share")
 
+#: The values each statistic can take: a share lies in [0, 1]; the first eigenvalue is the
+#: largest, so eig1/eig2 is at least 1.
+STRUCTURE_BOUNDS = {"first eigenvalue share": (0.0, 1.0), "eig1/eig2": (1.0, np.inf),
+                    "one-factor share": (0.0, 1.0)}
+
 
 @stats.single_blas_thread
 def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
@@ -69,7 +76,9 @@ def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
     which the statistic was defined). A resample repeats some items, which adds noise to every
     tetrachoric correlation and pulls the eigenvalue statistics down (by a tenth or more of the
     ratio); the draws are therefore re-centred on the estimate before the percentiles are taken
-    (a first-order bias correction), so the interval measures spread, not the resampling bias.
+    (a first-order bias correction), so the interval measures spread, not the resampling bias;
+    an end that the shift carries past the statistic's range (eig1/eig2 below 1, a share
+    outside [0, 1]) is clipped to it (:func:`metacog.stats.resample.clip_to_range`, column ``clipped``).
     Resamples come from :mod:`metacog.stats.resample` (weighted 2x2 tables, every pair fitted at
     once); one in which a model's judgments are all equal is computed on the resampled matrix
     with that model dropped, as the estimate would be.
@@ -87,7 +96,8 @@ def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
                 draws.append(_from_rho(rho[r], psi0)[0])
             else:
                 draws.append(_eigen_stats(np.repeat(A, W[r].astype(int), axis=0)))
-    return stats.resample.percentile_table(STRUCTURE_STATISTICS, est, np.array(draws), ci=ci, recentre=True)
+    return stats.resample.clip_to_range(stats.resample.percentile_table(
+        STRUCTURE_STATISTICS, est, np.array(draws), ci=ci, recentre=True), STRUCTURE_BOUNDS)
 
 
 def structure(X: pd.DataFrame, *, n_iter: int = 20, reference: str = "resampled", n_boot: int = 1000,
@@ -105,7 +115,7 @@ def structure(X: pd.DataFrame, *, n_iter: int = 20, reference: str = "resampled"
     row = {"models": varying.shape[1], "items": int(varying.notna().any(axis=1).sum()),
            "models_dropped": X.shape[1] - varying.shape[1], "note": ""}
     if varying.shape[1] < MIN_MODELS:
-        row["note"] = (f"{varying.shape[1]} models with varying judgments; a rank-one question needs "
+        row["note"] = (f"{plural(varying.shape[1], 'model')} with varying judgments; a rank-one question needs "
                        f"at least {MIN_MODELS}")
         return row
     if row["items"] < MIN_ITEMS:
@@ -188,12 +198,13 @@ def with_design(t: pd.DataFrame, panelset) -> pd.DataFrame:
 def mean_tau_table(panelset, *, n_boot: int = 1000, unanimous_rule: str = "either",
                    seed: int = 0) -> pd.DataFrame:
     """Paper 1's pairwise statistics for the comparison table: the pairwise chapter's own
-    :func:`metacog.hypotheses.pairwise.table` (without its slow difficulty control, which does not
-    touch the mean-τ interval), so with the same ``n_boot`` and ``seed`` its mean-τ intervals are
-    the pairwise page's, not a second estimate of the same thing."""
+    :func:`metacog.hypotheses.pairwise.table`, called as that chapter calls it (with its
+    difficulty-stratified null, ``control=True``), so with the same ``n_boot`` and ``seed`` its
+    mean-τ intervals and both nulls are the pairwise page's, not a second estimate of the same
+    thing (and the remembered results are shared)."""
     from metacog.hypotheses import pairwise
 
-    return pairwise.table(panelset, n_boot=n_boot, unanimous_rule=unanimous_rule, control=False, seed=seed)
+    return pairwise.table(panelset, n_boot=n_boot, unanimous_rule=unanimous_rule, control=True, seed=seed)
 
 
 #: The confidence-performance link "vanishes" when the item positions on the two axes
@@ -222,11 +233,13 @@ def alignment(confidence: pd.DataFrame, correct: pd.DataFrame, *, unanimous_rule
     varying = confidence.columns[(confidence.nunique() == 2) & (correct.nunique() == 2)]
     rows = []
     if len(varying) < MIN_MODELS:
+        # items counted as the structure table counts them: those the varying models judged
+        judged = int(confidence[varying].notna().any(axis=1).sum())
         for subset in ("all", "contested"):
-            rows.append({"subset": subset, "items": len(confidence), "models": len(varying),
+            rows.append({"subset": subset, "items": judged, "models": len(varying),
                          "r_items": np.nan, "r_items_ci_low": np.nan, "r_items_ci_high": np.nan,
-                         "note": f"{len(varying)} models vary in both confidence and correctness; "
-                                 f"need {MIN_MODELS}"})
+                         "note": f"{plural(len(varying), 'model')} {'varies' if len(varying) == 1 else 'vary'} "
+                                 f"in both confidence and correctness; need {MIN_MODELS}"})
         return pd.DataFrame(rows)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -304,7 +317,7 @@ def display_table(structure_table: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"panel": t["panel"], "design": t.get("design", "unknown"), "matrix": t["matrix"],
                         "subset": t["subset"], "models": t["models"], "items": t["items"]})
     out = out.assign(**with_ci(t, "eig_share", "first-factor share (95% CI)", digits=2))
-    out = out.assign(**with_ci(t, "eig_ratio", "eig1/eig2 (95% CI)", digits=1))
+    out = out.assign(**with_ci(t, "eig_ratio", "eig1/eig2 (95% CI)", digits=2))
     out["factors kept by parallel analysis"] = t.get("pa_factors")
     out["shape"] = t.get("shape")
     out["not analysed because"] = t["note"].fillna("")

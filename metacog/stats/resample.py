@@ -78,6 +78,20 @@ def percentile_table(names, estimate, draws, *, ci: float = 0.95, recentre: bool
     return pd.DataFrame(rows)
 
 
+def clip_to_range(table: pd.DataFrame, bounds: dict) -> pd.DataFrame:
+    """A :func:`percentile_table` with each interval end clipped to the values its statistic can
+    take (``bounds``: statistic -> (lowest, highest)). Re-centring shifts all draws by one
+    amount, which can carry a percentile past a bound (an eigenvalue ratio below 1); the
+    ``clipped`` column says where that happened."""
+    t = table.copy()
+    lo = np.array([bounds.get(s, (-np.inf, np.inf))[0] for s in t["statistic"]], dtype=float)
+    hi = np.array([bounds.get(s, (-np.inf, np.inf))[1] for s in t["statistic"]], dtype=float)
+    t["clipped"] = (t["ci_low"].to_numpy() < lo) | (t["ci_high"].to_numpy() > hi)
+    t["ci_low"] = np.maximum(t["ci_low"].to_numpy(), lo)
+    t["ci_high"] = np.minimum(t["ci_high"].to_numpy(), hi)
+    return t
+
+
 def _thresholds(B: BinaryTables, W: np.ndarray) -> np.ndarray:
     """(b x k) tetrachoric thresholds under each weight row; inf/NaN where a column is constant."""
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -199,13 +199,15 @@ def table(panelset, *, power_target: float = 0.8, alpha: float = 0.05, n_sims: i
           n_sims_factor: int = 30, n_perm: int = 199, n_null: int = 200, kappa_max: float = 1.0,
           kappa_tol: float = 0.01, n_boot: int = 200, max_items: int = 2000, seed: int = 0) -> pd.DataFrame:
     """:func:`analyse` for every panel of a :class:`metacog.hypotheses.panels.PanelSet`, one row per panel with
-    its name, source, benchmark, probe and judgment timing; remembered on disk
+    its name, source, benchmark, probe, judgment timing and design; remembered on disk
     (:func:`metacog.memo.memo`) while data, settings and code are unchanged."""
     from metacog.hypotheses.common import per_panel
+    from metacog.hypotheses.rank_one import with_design
 
-    return per_panel(panelset, analyse, power_target=power_target, alpha=alpha, n_sims=n_sims,
-                     n_sims_factor=n_sims_factor, n_perm=n_perm, n_null=n_null, kappa_max=kappa_max,
-                     kappa_tol=kappa_tol, n_boot=n_boot, max_items=max_items, seed=seed)
+    return with_design(per_panel(panelset, analyse, power_target=power_target, alpha=alpha, n_sims=n_sims,
+                                 n_sims_factor=n_sims_factor, n_perm=n_perm, n_null=n_null,
+                                 kappa_max=kappa_max, kappa_tol=kappa_tol, n_boot=n_boot,
+                                 max_items=max_items, seed=seed), panelset)
 
 
 def _sig(x: float, digits: int = 2) -> float:
@@ -221,22 +223,29 @@ MARGIN = 0.02
 
 
 def verdicts(power_table: pd.DataFrame, *, margin: float = MARGIN) -> list:
-    """Per panel: does T exceed what base rates alone produce (its matched null, link fit)?
+    """Per panel: does T exceed what base rates alone produce (its simulated null without
+    self-knowledge, link fit) by at least ``margin``?
 
-    Judged on the bootstrap interval of the excess (:func:`metacog.hypotheses.verdict.decide`) with
-    ``detectable`` = the excess the design detects with the target power and ``margin`` = the
-    smallest excess of interest (in τ-b units): a null whose design cannot detect ``margin``
-    reads "insufficient evidence".
+    Judged on the bootstrap interval of the excess with ``margin`` = the smallest excess of
+    interest (in τ-b units) used in both directions
+    (:func:`metacog.hypotheses.verdict.decide_meaningful`): *supported* needs the whole interval
+    above ``margin``; an interval above 0 that reaches below ``margin`` is "insufficient evidence"
+    (basis ``sesoi``: above 0 but not shown to exceed the margin), one wholly between 0 and
+    ``margin`` "not supported". ``detectable`` = the excess the design detects with the target
+    power: a null whose design cannot detect ``margin`` reads "insufficient evidence".
     """
-    from metacog.hypotheses.verdict import decide
+    from metacog.hypotheses.verdict import decide_meaningful
 
     out = []
     for r in power_table.to_dict("records"):
         det = r.get("detectable_excess", np.nan)
-        out.append(decide(
-            f"{r['panel']}: {CLAIM}", "self minus other τ-b above its matched null",
+        out.append(decide_meaningful(
+            f"{r['panel']}: {CLAIM}", "self minus other τ-b above its simulated null without self-knowledge",
             r.get("excess", np.nan), r.get("excess_ci_low", np.nan), r.get("excess_ci_high", np.nan),
-            line=0.0, direction="greater", n={"models": int(r["models"]), "items": int(r["items"])},
+            margin=margin, line=0.0, direction="greater",
+            n={"models": int(r["models"]), "items": int(r["items"])},
             min_counts={"models": MIN_MODELS, "items": MIN_ITEMS},
-            detectable=_sig(det) if np.isfinite(det) and det > 0 else None, margin=margin))
+            detectable=_sig(det) if np.isfinite(det) and det > 0 else None))
     return out
+
+

@@ -76,8 +76,8 @@ def display_detectable(power_table: pd.DataFrame, *, kappa_max: float = 1.0) -> 
 
 def display_observed(power_table: pd.DataFrame, *, kappa_max: float = 1.0) -> pd.DataFrame:
     """The observed statistic per panel: T with its interval, the permutation p-value, the
-    matched-null mean and p-value (range over the two fits), the permutation test's false-positive
-    rate in matched populations, the kappa T points to and the kappa its interval rules out."""
+    mean and p-value of the simulated null without self-knowledge (range over the two fits), the
+    permutation test's false-positive rate in those simulated populations, the kappa T points to and the kappa its interval rules out."""
     t = _analysed(power_table)
     rows = []
     for r in t.to_dict("records"):
@@ -88,8 +88,9 @@ def display_observed(power_table: pd.DataFrame, *, kappa_max: float = 1.0) -> pd
             "panel": r["panel"], "models": r["models"], "items": f"{int(r['items']):,}",
             "T, self minus other τ-b (95% CI)": _ci(r["T"], r["T_ci_low"], r["T_ci_high"]),
             "permutation p" if r.get("method") != "ttest" else "t-test p": fmt_p(r["perm_p"]),
-            "T without self-knowledge (matched)": fmt_range(min(means), max(means), digits=3, sep=" to "),
-            "matched-null p": _p_range(ps),
+            "T in the simulated null without self-knowledge": fmt_range(min(means), max(means), digits=3,
+                                                                        sep=" to "),
+            "simulated-null p": _p_range(ps),
             "permutation false-positive rate": fmt_range(min(fpr), max(fpr), digits=2, sep=" to "),
             "κ that T points to": _kappa_word(r["equiv_kappa"], 2 * kappa_max),
             "κ ruled out above": _kappa_word(r["ruled_out_kappa"], 2 * kappa_max)})
@@ -159,28 +160,40 @@ def block_notes(power_table: pd.DataFrame) -> str:
 
 def verdict_paragraph(verdicts: list, power_table: pd.DataFrame, *, margin: float = 0.02,
                       kappa_max: float = 1.0) -> str:
-    """The closing prose: how many panels show a self-signal beyond base rates, which nulls are
-    too weak to mean anything (the design cannot detect ``margin``), and what each informative
-    panel rules out."""
+    """The closing prose, one sentence per design (paper 1's prospective design first; a count
+    of panels is made within one design only): where an excess beyond ``margin`` shows, where an
+    excess above 0 is not shown to exceed ``margin``, where ``margin`` or more is ruled out, which
+    nulls are too weak to mean anything (the design cannot detect ``margin``), and what each
+    informative panel rules out."""
+    from metacog.hypotheses.by_design import by_design, design_head
     from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
 
     if not verdicts:
         return "No panel could be analysed."
-    name = [v.claim.split(":")[0] for v in verdicts]
-    n = len(verdicts)
-    sup = [p for p, v in zip(name, verdicts) if v.status == SUPPORTED]
-    nos = [p for p, v in zip(name, verdicts) if v.status == NOT_SUPPORTED]
-    weak = [p for p, v in zip(name, verdicts) if v.status == INSUFFICIENT and v.detectable is not None
-            and v.detectable > margin]
-    other = [p for p, v in zip(name, verdicts) if v.status == INSUFFICIENT and p not in weak]
-    parts = [f"A self-signal beyond base rates shows in {which(sup, n, 'panel')}; "
-             f"an excess of {margin:g} τ-b or more is ruled out in {which(nos, n, 'panel')}."]
-    if weak:
-        parts.append(f"The evidence is insufficient in {which(weak, n, 'panel')} because the design "
-                     f"could not detect an excess of {margin:g}: a null there is not evidence of absence.")
-    if other:
-        parts.append(f"In {which(other, n, 'panel')} the interval is too wide or the panel too small "
-                     f"to decide.")
+    m = f"{margin:g}"
+    parts = []
+    for design, vs in by_design(verdicts, power_table).items():
+        name = [v.claim.split(":")[0] for v in vs]
+        n = len(vs)
+        sup = [p for p, v in zip(name, vs) if v.status == SUPPORTED]
+        above = [p for p, v in zip(name, vs) if v.status == INSUFFICIENT and v.basis == "sesoi"]
+        nos = [p for p, v in zip(name, vs) if v.status == NOT_SUPPORTED]
+        weak = [p for p, v in zip(name, vs) if v.status == INSUFFICIENT and v.basis != "sesoi"
+                and v.detectable is not None and v.detectable > margin]
+        other = [p for p, v in zip(name, vs) if v.status == INSUFFICIENT and p not in weak and p not in above]
+        s = (f"{design_head(design)}: a self-signal beyond base rates larger than the smallest "
+             f"excess of interest ({m} τ-b) shows in {which(sup, n, 'panel')}")
+        if above:
+            s += (f"; an excess above 0 but not shown to exceed {m} in {which(above, n, 'panel')}, "
+                  f"which is therefore not called supported")
+        s += f"; an excess of {m} τ-b or more is ruled out in {which(nos, n, 'panel')}."
+        parts.append(s)
+        if weak:
+            parts.append(f"The evidence is insufficient in {which(weak, n, 'panel')} of this design because "
+                         f"it could not detect an excess of {m}: a null there is not evidence of absence.")
+        if other:
+            parts.append(f"In {which(other, n, 'panel')} of this design the interval is too wide or the "
+                         f"panel too small to decide.")
     ruled = [f"{r['panel']} rules out κ above {fmt_num(r['ruled_out_kappa'], 2)} (a latent "
              f"self-minus-other gap of {fmt_num(r['ruled_out_gap'], 2)})"
              for r in power_table.to_dict("records") if _f(r.get("ruled_out_kappa"))]
@@ -190,9 +203,10 @@ def verdict_paragraph(verdicts: list, power_table: pd.DataFrame, *, margin: floa
 
 
 def observed_sentence(r: dict, *, alpha: float = 0.05) -> str:
-    """One sentence on a panel's observed T against its matched null (link fit)."""
+    """One sentence on a panel's observed T against its simulated null without self-knowledge (link fit)."""
     word = "rejects" if r["perm_p"] < alpha else "does not reject"
     test = "paired t-test" if r.get("method") == "ttest" else "permutation test"
     return (f"{r['panel']}: T = {fmt_num(r['T'], 3)}; the {test} {word} at α = {alpha:g} "
-            f"({fmt_p_eq(r['perm_p'])}), and against populations matched to its base rates "
+            f"({fmt_p_eq(r['perm_p'])}), and against simulated populations without self-knowledge "
+            f"that keep its base rates "
             f"{fmt_p_eq(r['null_p_link'])}.")

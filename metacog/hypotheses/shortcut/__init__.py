@@ -29,7 +29,7 @@ import pandas as pd
 
 from metacog.hypotheses.common import ChapterResult, chapter_result
 from metacog.hypotheses.shortcut.twins import (MIN_DRAWS, MIN_PAIRS, NEAR_CONSTANT, SAME, label,  # noqa: F401
-                                               name_twins, twin_pairs)
+                                               name_twins, statistic, twin_pairs)
 from metacog.stats import resample
 from metacog.tidy.report import fmt_count
 
@@ -354,7 +354,7 @@ def verdicts(result: ShortcutTables) -> list:
         key = ("judges", r["subset"])
         if key not in _CLAIMS:
             continue
-        out.append(decide(f"{label(r)}: {_CLAIMS[key]}", "reasoning minus non-reasoning self-advantage (τ-b)",
+        out.append(decide(f"{label(r)}: {_CLAIMS[key]}", statistic("judges", r["subset"]),
                           r["difference"], r["difference_ci_low"], r["difference_ci_high"], line=0.0,
                           direction="greater", n={"reasoning judges": int(r["reasoning_judges"]),
                                                   "non-reasoning judges": int(r["other_judges"])},

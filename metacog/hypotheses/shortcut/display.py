@@ -128,7 +128,8 @@ def verdict_paragraph(account: list, decided: list) -> str:
         s = f"On {panel} the symbolic-shortcut account: {v.status}. Why: {v.reason}."
         o = overall.get(panel)
         if o is not None and o.status == SUPPORTED and v.status != SUPPORTED:
-            s += (f" Reasoning judges are better calibrated to themselves overall, by {o.interval()}, but "
+            s += (f" On {panel}, reasoning judges are better calibrated to themselves over all its items, by "
+                  f"{o.interval()} (reasoning minus non-reasoning self-advantage), but "
                   f"that alone is not the account: it predicts the advantage on formal items above all.")
             t = twin.get(panel)
             if t is not None and t.status != SUPPORTED and t.basis != "counts":

@@ -147,6 +147,19 @@ def twins(draws: np.ndarray, names: list, models: list, flags: pd.DataFrame, con
     return pd.DataFrame(rows, columns=cols)
 
 
+_STATISTICS = {"judges": "reasoning minus non-reasoning self-advantage (τ-b)",
+               "twins": "thinking minus non-thinking twin self-advantage (τ-b)"}
+
+
+def statistic(kind: str, subset: str) -> str:
+    """The name of a verdict's statistic: the group difference, or for the formal-minus-other
+    contrast the difference-in-differences, labelled as such."""
+    base = _STATISTICS[kind]
+    if subset == "formal minus other":
+        return f"difference-in-differences: (formal − other items) {base}"
+    return base if subset == "all items" else f"{base}, {subset}"
+
+
 def twin_verdicts(t: pd.DataFrame, claims: dict, min_pairs: int = MIN_PAIRS) -> list:
     """Each twin claim (``claims``: subset -> claim) decided per panel on :data:`SAME`: at least
     ``min_pairs`` same-weight pairs; capped at "insufficient evidence" when leaving one pair out
@@ -158,7 +171,7 @@ def twin_verdicts(t: pd.DataFrame, claims: dict, min_pairs: int = MIN_PAIRS) -> 
     for r in t[t["pair"] == SAME].to_dict("records"):
         if r["subset"] not in claims:
             continue
-        v = decide(f"{label(r)}: {claims[r['subset']]}", "thinking minus non-thinking twin self-advantage (τ-b)",
+        v = decide(f"{label(r)}: {claims[r['subset']]}", statistic("twins", r["subset"]),
                    r["difference"], r["difference_ci_low"], r["difference_ci_high"], line=0.0,
                    direction="greater", n={"same-weight twin pairs": int(r["pairs"])},
                    min_counts={"same-weight twin pairs": min_pairs})

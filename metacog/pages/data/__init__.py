@@ -336,3 +336,36 @@ def fmt_estimate(row, noun: str, *, digits: int | None = None, pct: bool = False
     head, inner = text.split(" (", 1)
     inner = f"{inner[:-1]}; {n}"
     return f"{head} ({inner})" if estimate else inner
+
+
+#: The Battery model whose KEEP/BET judgments run against its correctness in the source files.
+BATTERY_ODD_MODEL = "DeepSeek R1"
+
+
+def battery_model_note(battery: pd.DataFrame, model: str = BATTERY_ODD_MODEL) -> str:
+    """One sentence on a Battery model's KEEP judgments against its own correctness, split
+    into tracks T1-T5 (judgment after answering) and T6 (where a declined item is scored wrong
+    yet still carries the KEEP the file records). Every number is counted from ``battery``;
+    the loader copies ``correct``/``is_correct`` and ``keep_withdraw`` unchanged."""
+    kw = battery[(battery["model"] == model) & (battery["probe"] == "keep_withdraw")]
+    if kw.empty:
+        return f"Battery has no KEEP/WITHDRAW rows for {model}."
+    t6 = kw["track"].astype(str) == "t6_prospective"
+    main, pro = kw[~t6], kw[t6]
+    right = main["correct"] == 1
+    kept = int((main.loc[right, "confidence"] == 1).sum())
+    choice = battery[(battery["model"] == model) & (battery["probe"] == "path_choice")]
+    declined_ids = set(choice.loc[choice["decision"].astype(str) == "DECLINE", "item_id"])
+    dec = pro[pro["item_id"].isin(declined_ids)]
+    dec_keep = int((dec["confidence"] == 1).sum())
+    dec_right = int((dec["correct"] == 1).sum())
+    r = float(np.corrcoef(kw["confidence"], kw["correct"])[0, 1]) if kw["confidence"].nunique() > 1 \
+        and kw["correct"].nunique() > 1 else float("nan")
+    r_txt = "undefined" if np.isnan(r) else f"{r:.2f}".replace("-", "−")
+    return (f"Battery · {model}: the source files score it right on {int(right.sum())} of "
+            f"{len(main)} items in tracks T1–T5 yet record KEEP on only {kept} of those "
+            f"{int(right.sum())}, and in T6 it declines {len(dec)} of {len(pro)} items, which are "
+            f"scored wrong ({dec_right} right) while {dec_keep} of them still carry KEEP; so its KEEP "
+            f"correlates r = {r_txt} with its correctness over all {len(kw)} items. The loader copies "
+            f"these columns unchanged: this is how the published files record the model, so a "
+            f"result it drives describes that record.")
