@@ -26,6 +26,10 @@ import pandas as pd
 
 from metacog.tidy.report import PrettyTable, fmt_ci, fmt_count, fmt_num, fmt_range, pretty
 
+#: The smallest self-minus-other excess of interest, in τ-b units: the margin the power chapter's
+#: verdicts and the pairwise chapter's self-against-other verdict are both judged against.
+SELF_OTHER_MARGIN = 0.02
+
 SUPPORTED, NOT_SUPPORTED, INSUFFICIENT = "supported", "not supported", "insufficient evidence"
 DIRECTIONS = ("greater", "less", "differs")
 

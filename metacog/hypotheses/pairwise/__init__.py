@@ -23,6 +23,8 @@ import pandas as pd
 from metacog import stats
 from metacog.stats.pairwise import BASE_RATE, DIFFICULTY, TauTables, tau_matrix, unordered_pairs  # noqa: F401 (re-exported)
 from metacog.stats.validate import as_binary_frame, check_aligned
+from metacog.hypotheses.pairwise.prose import (AFTER, TIMING_HEADS, shared_sentence, timing_of,  # noqa: F401
+                                               verdict_paragraph)
 
 #: Paper 1's prospective figures {benchmark: (mean tau-b, mean of its base-rate-matched null,
 #: % of pairs significant after FDR, first-factor share %)}; None where the paper gives no figure.
@@ -170,21 +172,6 @@ def table(panelset, *, alpha: float = 0.05, unanimous_rule: str = "either", n_pe
 MIN_MODELS = 5
 
 
-#: The judgment timing (:func:`metacog.hypotheses.common.timing`) at which a model can read its
-#: own answer before judging it: a self-advantage there is not paper 1's measurement.
-AFTER = "after answering"
-
-#: How each timing heads its sentence in the closing paragraphs, paper 1's design first.
-TIMING_HEADS = {
-    "before answering": "Judged before answering (paper 1's design)",
-    "after a correct answer with the context": "Judged after a correct answer made with the context "
-                                               "(paper 1's counterfactual design)",
-    AFTER: "Judged after answering (not paper 1's design: a model that sees its own answer can read it)",
-    "before answering, about other people": "Judged before answering, about other people (not a "
-                                            "judgment of the model itself)",
-}
-
-
 def self_other_claim(panel_subset: str, timing: str) -> str:
     """The self-against-other claim for one panel (and subset), worded for when its judgments were
     made: after answering it is a self-advantage after answering, not paper 1's measurement."""
@@ -203,7 +190,7 @@ def verdicts(pairwise_table: pd.DataFrame, *, margin: float | None = None) -> li
     interval above the margin; an interval above 0 but wholly inside it is "not supported" (real
     but too small to matter). Where the judgments are made after answering, the claim is worded
     as a self-advantage after answering (:func:`self_other_claim`). Paper 1 claims there is none."""
-    from metacog.hypotheses.power import MARGIN
+    from metacog.hypotheses.verdict import SELF_OTHER_MARGIN as MARGIN
     from metacog.hypotheses.verdict import decide_meaningful
 
     margin = MARGIN if margin is None else margin
@@ -300,139 +287,6 @@ def display_table(pairwise_table: pd.DataFrame) -> pd.DataFrame:
     out["share of models self > other"] = t.get("share_self_above")
     out["not analysed because"] = t["note"].fillna("")
     return out
-
-
-def timing_of(claim: str, *tables: pd.DataFrame) -> str:
-    """When the judgments behind a verdict were made: the ``timing`` of the longest panel name of
-    ``tables`` (columns ``panel`` and ``timing``) that starts ``claim``; "unknown" where none does."""
-    known: dict = {}
-    for t in tables:
-        if t is not None and len(t) and {"panel", "timing"} <= set(t.columns):
-            known.update(dict(zip(t["panel"].astype(str), t["timing"].fillna("unknown"))))
-    hits = [p for p in known if claim.startswith(p)]
-    return str(known[max(hits, key=len)]) if hits else "unknown"
-
-
-def _timing_order(timing: str) -> int:
-    """Before answering first, then the counterfactual design, then after answering, then the rest."""
-    order = list(TIMING_HEADS)
-    return order.index(timing) if timing in order else len(order)
-
-
-def _by_timing(verdicts: list, tables) -> dict:
-    groups: dict = {}
-    for v in verdicts:
-        groups.setdefault(timing_of(v.claim, *tables), []).append(v)
-    return dict(sorted(groups.items(), key=lambda kv: _timing_order(kv[0])))
-
-
-def _clauses(verdicts: list, words: dict, noun: str) -> str:
-    """'<words> 2 of its 3 <noun> (A and B); ...' for the verdicts of ONE timing, every name
-    listed (:func:`metacog.tidy.phrasing.join`, no 'and N more')."""
-    from metacog.tidy.phrasing import join
-
-    n = len(verdicts)
-    out = []
-    for status, w in words.items():
-        names = [v.claim.split(": ", 1)[0] for v in verdicts if v.status == status]
-        if not names:
-            continue
-        if n == 1:
-            which = f"its one {noun.rstrip('s')}"
-        elif len(names) == n:
-            which = f"all {n} of its {noun}" if n > 2 else f"both its {noun}"
-        else:
-            which = f"{len(names)} of its {n} {noun}"
-        out.append(f"{w} {which} ({join(names)})")
-    return "; ".join(out)
-
-
-def verdict_paragraph(verdicts: list, third_person: list | None = None, *tables: pd.DataFrame,
-                      internal: list | None = None, margin: float | None = None) -> str:
-    """The closing paragraph: one sentence per judgment timing (read from ``tables``, the result
-    tables with ``panel`` and ``timing`` columns) for the self-against-other τ-b contrast and, with
-    ``internal``, paper 1's per-model internal against population test; then one sentence for the
-    third-person test. Counts are made within one timing only and every panel is named."""
-    from metacog.hypotheses.power import MARGIN
-    from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
-
-    m = f"{MARGIN if margin is None else margin:g}"
-    tau_words = {SUPPORTED: f"self-pairs beat other-pairs by more than {m} τ-b, the smallest effect of "
-                            f"interest, in",
-                 NOT_SUPPORTED: f"self-pairs do not beat other-pairs by {m} τ-b in",
-                 INSUFFICIENT: "whether self-pairs beat other-pairs cannot be told in"}
-    after_words = {**tau_words, SUPPORTED: f"a self-advantage after answering exceeds {m} τ-b in"}
-    auc_words = {SUPPORTED: "more models have internal AUROC clearly above the population's than clearly "
-                            "below it in",
-                 NOT_SUPPORTED: "more models have internal AUROC clearly below the population's than "
-                                "clearly above it in",
-                 INSUFFICIENT: "the internal against population counts cannot tell in"}
-    sentences = []
-    groups = _by_timing(list(verdicts) + list(internal or []), tables)
-    internal_ids = {id(v) for v in internal or []}
-    for timing, vs in groups.items():
-        head = TIMING_HEADS.get(timing, f"Judged {timing}")
-        tau = [v for v in vs if id(v) not in internal_ids]
-        auc = [v for v in vs if id(v) in internal_ids]
-        parts = []
-        if tau:
-            parts.append("on the self minus other τ-b, " + _clauses(tau, after_words if timing == AFTER else tau_words,
-                                                                    "panel-subsets"))
-        if auc:
-            parts.append("on paper 1's per-model test, " + _clauses(auc, auc_words, "panels"))
-        if parts:
-            sentences.append(f"{head}: " + "; ".join(parts) + ".")
-    if third_person:
-        sentences.append("The third-person test (a model's judgment about itself against its judgment about "
-                         "other people, at predicting its own correctness): " + _clauses(
-                             third_person, {SUPPORTED: "judging oneself beats judging other people in",
-                                            NOT_SUPPORTED: "judging other people does better in",
-                                            INSUFFICIENT: "the evidence is insufficient in"}, "panels") + ".")
-    return " ".join(sentences)
-
-
-def shared_sentence(results: pd.DataFrame) -> str:
-    """How much of each panel's mean tau is shared difficulty, from :func:`table`'s rows on all
-    items, one sentence per judgment timing (never counted across timings): the panels whose
-    difficulty-stratified null mean exceeds half their mean tau, and those where it does not,
-    every name listed; then when the judgments were made
-    (:func:`metacog.hypotheses.by_design.timing_sentence`)."""
-    from metacog.hypotheses.by_design import timing_sentence
-    from metacog.tidy.phrasing import join
-
-    on_all = results[(results["subset"] == "all items") & results["mean_tau"].notna()
-                     & results["null_difficulty"].notna()] if len(results) else results
-    if not len(on_all):
-        return "No panel has both a mean τ-b and a difficulty-stratified null to compare."
-    sentences = []
-    for timing, g in _by_timing_rows(on_all).items():
-        shared = g["null_difficulty"] > g["mean_tau"] / 2
-        mostly, rest = list(g.loc[shared, "panel"]), list(g.loc[~shared, "panel"])
-        n = len(g)
-        head = TIMING_HEADS.get(timing, f"Judged {timing}")
-
-        def which(names):
-            if n == 1:
-                return f"its one panel ({join(names)})"
-            return (f"all {n} of its panels" if len(names) == n else f"{len(names)} of its {n} panels") + f" ({join(names)})"
-
-        if not rest:
-            sentences.append(f"{head}: most of the pairwise calibration is shared difficulty in {which(mostly)}: "
-                             f"the difficulty-stratified null mean is more than half the mean τ-b.")
-        elif not mostly:
-            sentences.append(f"{head}: the difficulty-stratified null mean is less than half the mean τ-b in "
-                             f"{which(rest)}, where more of the calibration is left once shared difficulty is "
-                             f"controlled.")
-        else:
-            sentences.append(f"{head}: the difficulty-stratified null mean is more than half the mean τ-b in "
-                             f"{which(mostly)}, and less than half in {join(rest)}, where more of the calibration "
-                             f"is left once shared difficulty is controlled.")
-    return " ".join(sentences) + " " + timing_sentence(on_all)
-
-
-def _by_timing_rows(t: pd.DataFrame) -> dict:
-    groups = {k: g for k, g in t.assign(timing=t["timing"].fillna("unknown")).groupby("timing", sort=False)}
-    return dict(sorted(groups.items(), key=lambda kv: _timing_order(kv[0])))
 
 
 def tau_frame(confidence: pd.DataFrame, correct: pd.DataFrame) -> pd.DataFrame:

@@ -38,6 +38,7 @@ from metacog.power.matching import complete_block, fit_population
 from metacog.power.null import equivalent_kappa, self_other_null
 from metacog.power.curves import minimum_detectable_kappa
 from metacog.stats import self_other_test
+from metacog.hypotheses.verdict import SELF_OTHER_MARGIN
 
 #: The power machinery needs at least this many models (the pairwise test compares a model
 #: with the others) and items.
@@ -217,9 +218,8 @@ def _sig(x: float, digits: int = 2) -> float:
 
 CLAIM = "a model's confidence tracks its own correctness better than other models', beyond base rates"
 
-#: The smallest self-minus-other excess of interest, in τ-b units: the margin of :func:`verdicts`,
-#: and the one the pairwise chapter's self-against-other verdict is judged against.
-MARGIN = 0.02
+#: The smallest self-minus-other excess of interest, in τ-b units (the margin of :func:`verdicts`).
+MARGIN = SELF_OTHER_MARGIN
 
 
 def verdicts(power_table: pd.DataFrame, *, margin: float = MARGIN) -> list:

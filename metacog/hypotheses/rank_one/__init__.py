@@ -21,6 +21,7 @@ from metacog.hypotheses.common import ChapterResult, chapter_result
 from metacog.hypotheses.by_design import verdict_frame_text as display_verdicts  # noqa: F401
 from metacog.stats.structure import DOMINANCE_RATIO, classify, rank_one
 from metacog.tidy.phrasing import plural
+from metacog.hypotheses.rank_one.display import display_alignment, display_table, ordered_correlations  # noqa: F401
 
 
 #: Fewer raters than this make a rank-one question meaningless: with two or three columns
@@ -297,87 +298,6 @@ def verdicts(structure_table: pd.DataFrame, alignment_table: pd.DataFrame | None
     return out
 
 
-def ordered_correlations(X: pd.DataFrame) -> tuple[pd.DataFrame, list]:
-    """The tetrachoric matrix of ``X`` and its models ordered by first-factor loading."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tet = stats.tetrachoric(X.loc[:, X.nunique() == 2])
-        fa = stats.factor_analysis(tet.rho, 1)
-    order = list(fa.loadings.iloc[:, 0].sort_values(ascending=False).index)
-    return tet.rho, order
-
-
-def display_table(structure_table: pd.DataFrame) -> pd.DataFrame:
-    """The structure table for a page: one row per (panel, matrix, subset), intervals in words."""
-    from metacog.hypotheses.common import with_ci
-
-    t = structure_table
-    if "panel" not in t:  # a message table ("result"), shown as it is
-        return t
-    out = pd.DataFrame({"panel": t["panel"], "design": t.get("design", "unknown"), "matrix": t["matrix"],
-                        "subset": t["subset"], "models": t["models"], "items": t["items"]})
-    out = out.assign(**with_ci(t, "eig_share", "first-factor share (95% CI)", digits=2))
-    out = out.assign(**with_ci(t, "eig_ratio", "eig1/eig2 (95% CI)", digits=2))
-    out["factors kept by parallel analysis"] = t.get("pa_factors")
-    out["shape"] = t.get("shape")
-    out["not analysed because"] = t["note"].fillna("")
-    return out
-
-
-def display_alignment(alignment_table: pd.DataFrame) -> pd.DataFrame:
-    """The alignment table for a page, the correlation with its interval in words."""
-    from metacog.hypotheses.common import with_ci
-
-    t = alignment_table
-    out = pd.DataFrame({"panel": t["panel"], "design": t.get("design", "unknown"),
-                        "items": t["subset"].map({"all": "all", "contested": "contested"}),
-                        "n items": t["items"], "models": t["models"]})
-    out = out.assign(**with_ci(t, "r_items", "correlation of item positions (95% CI)", digits=2))
-    out["not analysed because"] = t["note"].fillna("")
-    return out
-
-
-def verdict_paragraph(verdicts: list, *tables: pd.DataFrame) -> str:
-    """One paragraph summing up the verdicts, one sentence per design (prospective first), each
-    counting panels within its design only: never a count across designs. ``tables`` carry the
-    design of each panel (:func:`table`, :func:`alignment_table`)."""
-    parts = []
-    for design, vs in by_design(verdicts, *tables).items():
-        dom = [v for v in vs if v.claim.endswith(DOMINANCE_CLAIM)]
-        link = [v for v in vs if not v.claim.endswith(DOMINANCE_CLAIM)]
-        said = []
-        if dom:
-            said.append(group_sentence(dom, "confidence is dominated by one factor in",
-                                       "confidence is not dominated by one factor in",
-                                       "whether confidence is dominated by one factor cannot be told in"))
-        if link:
-            said.append(group_sentence(
-                link, "paper 1's finding that the confidence axis stops following the performance axis "
-                      "once unanimous items are removed holds in",
-                "the two axes still align once unanimous items are removed (a non-replication) in",
-                "whether the two axes still align once unanimous items are removed cannot be told in"))
-        parts.append(f"{design_head(design)}: {'; '.join(said)}.")
-    return " ".join(parts) if parts else "No panel could be analysed."
-
-
-def second_factor(panels: list, top: int = 5) -> pd.DataFrame:
-    """The models loading most on the second factor of a two-factor (varimax) fit of the first
-    panel's tetrachoric matrix: panel, model, loading on factor 1 and on factor 2, strongest
-    second first. With no panel, one row saying so."""
-    if not panels:
-        return pd.DataFrame({"result": [f"No panel has {MIN_MODELS} or more models."]})
-    X = panels[0].confidence
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tet = stats.tetrachoric(X.loc[:, X.nunique() == 2])
-        fa = stats.factor_analysis(tet.rho, 2)
-    L = fa.loadings.copy()
-    L.columns = ["factor 1", "factor 2"]
-    order = L["factor 2"].abs().sort_values(ascending=False).index[:top]
-    return L.loc[order].rename_axis("model").reset_index().assign(panel=panels[0].name)[
-        ["panel", "model", "factor 1", "factor 2"]]
-
-
 def confidence_row(panel, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """The structure of one panel's confidence over all items, without parallel analysis, as a
     one-row table in the layout of :func:`table` (for quick what-ifs)."""
@@ -421,3 +341,46 @@ def what_if_cut(panelset, cut: float, *, n_boot: int = 1000, seed: int = 0) -> R
     text = (f"At a fixed cut of {cut:g}, {n_const} of the {len(p.cut_report)} models of {p.name} "
             f"give the same judgment on every item.")
     return Recut(confidence_row(p, n_boot=n_boot, seed=seed), text, float(cut))
+
+
+def verdict_paragraph(verdicts: list, *tables: pd.DataFrame) -> str:
+    """One paragraph summing up the verdicts, one sentence per design (prospective first), each
+    counting panels within its design only: never a count across designs. ``tables`` carry the
+    design of each panel (:func:`table`, :func:`alignment_table`)."""
+
+    parts = []
+    for design, vs in by_design(verdicts, *tables).items():
+        dom = [v for v in vs if v.claim.endswith(DOMINANCE_CLAIM)]
+        link = [v for v in vs if not v.claim.endswith(DOMINANCE_CLAIM)]
+        said = []
+        if dom:
+            said.append(group_sentence(dom, "confidence is dominated by one factor in",
+                                       "confidence is not dominated by one factor in",
+                                       "whether confidence is dominated by one factor cannot be told in"))
+        if link:
+            said.append(group_sentence(
+                link, "paper 1's finding that the confidence axis stops following the performance axis "
+                      "once unanimous items are removed holds in",
+                "the two axes still align once unanimous items are removed (a non-replication) in",
+                "whether the two axes still align once unanimous items are removed cannot be told in"))
+        parts.append(f"{design_head(design)}: {'; '.join(said)}.")
+    return " ".join(parts) if parts else "No panel could be analysed."
+
+
+def second_factor(panels: list, top: int = 5) -> pd.DataFrame:
+    """The models loading most on the second factor of a two-factor (varimax) fit of the first
+    panel's tetrachoric matrix: panel, model, loading on factor 1 and on factor 2, strongest
+    second first. With no panel, one row saying so."""
+
+    if not panels:
+        return pd.DataFrame({"result": [f"No panel has {MIN_MODELS} or more models."]})
+    X = panels[0].confidence
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tet = stats.tetrachoric(X.loc[:, X.nunique() == 2])
+        fa = stats.factor_analysis(tet.rho, 2)
+    L = fa.loadings.copy()
+    L.columns = ["factor 1", "factor 2"]
+    order = L["factor 2"].abs().sort_values(ascending=False).index[:top]
+    return L.loc[order].rename_axis("model").reset_index().assign(panel=panels[0].name)[
+        ["panel", "model", "factor 1", "factor 2"]]
