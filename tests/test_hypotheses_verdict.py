@@ -116,3 +116,11 @@ def test_from_auroc_carries_class_counts_into_the_verdict():
     y = np.r_[np.ones(60), np.zeros(60)]
     v = from_auroc("P(Yes) tells right from wrong", auroc_ci(y, rng.normal(1.5 * y, 1.0)))
     assert v.status == SUPPORTED and v.n == {"positives": 60, "negatives": 60}
+
+
+def test_counts_of_one_read_in_the_singular_whatever_the_key():
+    from metacog.hypotheses.verdict import fmt_n
+
+    assert fmt_n({"models above chance": 1, "items": 132}) == "1 model above chance, 132 items"
+    assert fmt_n({"CC items": 1, "OCW items": 8}) == "1 CC item, 8 OCW items"
+    assert fmt_n({"same-weight twin pairs": 2, "models": 1}) == "2 same-weight twin pairs, 1 model"

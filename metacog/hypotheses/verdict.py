@@ -43,11 +43,25 @@ def _g(x: float) -> str:
     return f"{float(x):g}".replace("-", "\u2212")
 
 
+def _singular(key: str) -> str:
+    """The key of a count for a count of one: its first plural word made singular
+    ('models above chance' -> 'model above chance', 'CC items' -> 'CC item')."""
+    words = key.split(" ")
+    for i, w in enumerate(words):
+        if len(w) > 1 and w.endswith("s") and not w.endswith("ss"):
+            return " ".join(words[:i] + [w[:-1]] + words[i + 1:])
+    return key
+
+
 def fmt_n(n: dict | None) -> str:
-    """'18 models, 500 items' from {"models": 18, "items": 500}; '' when empty."""
+    """'18 models, 500 items' from {"models": 18, "items": 500}; '' when empty.
+
+    >>> fmt_n({"models above chance": 1, "items": 132})
+    '1 model above chance, 132 items'
+    """
     if not n:
         return ""
-    return ", ".join(fmt_count(v, k[:-1] if k.endswith("s") else k, k) for k, v in n.items())
+    return ", ".join(fmt_count(v, _singular(k), k) for k, v in n.items())
 
 
 @dataclass

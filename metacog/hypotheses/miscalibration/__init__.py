@@ -251,7 +251,8 @@ def policy_verdicts(gains: pd.DataFrame, ranks: pd.DataFrame, gate_table: pd.Dat
     pooled = gains[(gains["model"] == "models above chance") & (gains["policy"] == "c2")]
     r = pooled.iloc[0] if len(pooled) else pd.Series({"gain": np.nan, "gain_ci_low": np.nan,
                                                       "gain_ci_high": np.nan, "items": 0})
-    v1 = decide(f"{label}: self-critique with abstention lowers the policy-aware loss",
+    who = f"{label} · {fmt_list([short(m) for m in signal])}" if 0 < len(signal) <= 3 else label
+    v1 = decide(f"{who}: self-critique with abstention lowers the policy-aware loss",
                 "mean gain of C2 over C0", r["gain"], r["gain_ci_low"], r["gain_ci_high"], line=0.0,
                 direction="greater", n={**n_sig, "items": int(r["items"])}, min_counts=need, digits=3)
     out = [_gated(v1, gate_table, "with no knowledge to protect, a lower loss from abstaining would "
