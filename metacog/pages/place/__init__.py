@@ -338,13 +338,14 @@ def population_figure(r: Placement):
 def protocol_table(max_tokens: int = 0) -> pd.DataFrame:
     """How the panel was asked and how the new model is asked: one row per setting
     (``max_tokens``: the cap the new model was asked with; 0: the study's own)."""
+    from metacog.data.designs import DESIGNS
     from metacog.elicit.protocols import calibration_study as cs
 
     p = cs.protocol()
     cap_ = (f"{p.max_tokens}" if not max_tokens or int(max_tokens) == p.max_tokens
             else f"{int(max_tokens)} for this model (the study: {p.max_tokens})")
     rows = [("prompt", "MULTI_CHOICE_NO_OPTIONS_SHARED_SAMPLING_TEMPLATE (conf_mode 'sampling', choices=0)"),
-            ("system message", p.system), ("temperature", f"{p.temperature:g}"), ("max_tokens", cap_),
+            ("system message", p.system), ("temperature", f"{p.temperature:g} for this model (the panel: {DESIGNS[('calibration_study', 'verbal_confidence')].temperature})"), ("max_tokens", cap_),
             ("token log-probabilities", f"on, top {p.top_logprobs}"),
             ("answer", "extract_answer: the last 'Answer:' letter, then the study's fallback patterns"),
             ("stated confidence", "extract_verbal_numerical_confidence / 100"),
