@@ -179,3 +179,14 @@ def test_audit_notice_at_the_top_when_no_model_passes_and_the_overconfidence_exe
     two = pd.concat([gate.assign(source="a"), gate.assign(source="b")])
     assert "- Y: under a C0, " in ap.no_signal_notice(two) and "; under b C0, " in ap.no_signal_notice(two)
     assert "One claim is exempt from the gate: overconfidence" in ap.gate_summary(gate)
+
+
+def test_format_sentences_never_call_a_kept_model_left_out():
+    models = ["org/a", "org/b"]
+    none = bp.format_scope_sentence(models, [])
+    assert none.startswith("No model follows the format, so none is left out") and "Left out" not in none
+    assert bp.format_scope_sentence(models, ["org/a"]) == "Left out for not following the format: b."
+    assert bp.format_scope_sentence(models, models) == "Every model follows the format, so none is left out."
+    s = bp.stricter_format_sentence(models, models, [], 0.8, 0.95)
+    assert "at 0.95 no model reaches the threshold, so none is left out" in s and "leaves out" not in s
+    assert "leaves out b" in bp.stricter_format_sentence(models, models, ["org/a"], 0.8, 0.95)

@@ -129,3 +129,23 @@ def test_planted_individual_signal_shows_internal_above_population(mirror):
     # a model that reads off only the population's confidence does not beat it
     r0 = place.place(_tidy(items, correct, np.nan_to_num(population, nan=0.7)), n_boot=20)
     assert r0.headline["ci_low"] <= 0 and r0.verdict.status != "supported"
+
+
+def test_reply_counts_partition_the_replies_when_a_cut_reply_still_answers():
+    # 5 finished and parsed, 1 finished unparsed, 2 cut but parsed (answer and confidence came
+    # before the cap), 3 cut and unparsed: 11 replies. The old sentence counted 'parsed' (7) and
+    # 'cut' (5) separately, 12 > 11.
+    status = ["ok"] * 5 + ["unparseable"] + ["ok"] * 2 + ["unparseable"] * 3
+    finish = ["stop"] * 6 + ["length"] * 5
+    conf = [0.8 if s == "ok" else np.nan for s in status]
+    rows = []
+    for probe in ("verbal_confidence", "logit_confidence"):
+        rows += [{"model": "m", "item_id": str(i), "probe": probe, "parse_status": s,
+                  "finish_reason": f, "confidence": c} for i, (s, f, c) in enumerate(zip(status, finish, conf))]
+    c = place.reply_counts(pd.DataFrame(rows))
+    assert c == {"n": 11, "finished_usable": 5, "finished_unusable": 1, "cut_usable": 2, "cut_unusable": 3}
+    s = place.replies_sentence(pd.DataFrame(rows))
+    assert s.startswith("Of 11 replies, 5 finished and gave both")
+    assert "1 finished without both" in s
+    assert "5 were cut at the reply-length cap before finishing, of which 2 still gave both" in s
+    assert "3 did not" in s

@@ -306,6 +306,42 @@ def display_conformance(responses: pd.DataFrame, min_rate: float = 0.8):
 
 
 
+def format_scope_sentence(models, kept) -> str:
+    """Which models the format rule leaves out. When no model reaches the conformance threshold
+    none is left out (the page would have nothing to analyse): every model is kept, and the
+    conformance table marks it as not conforming."""
+    models, kept = sorted(set(models)), set(kept)
+    dropped = [short_model(m) for m in models if m not in kept]
+    if not kept:
+        return ("No model follows the format, so none is left out: every model is kept, and the "
+                "'conforms' column above marks each as not conforming; read the analyses below with "
+                "that in mind.")
+    if not dropped:
+        return "Every model follows the format, so none is left out."
+    return f"Left out for not following the format: {fmt_list(dropped)}."
+
+
+def stricter_format_sentence(models, kept, strict, rate: float, strict_rate: float) -> str:
+    """Which models each conformance threshold keeps (the rule of :func:`format_scope_sentence`:
+    with no model reaching a threshold, every model is kept and marked)."""
+    from metacog.tidy import phrasing
+
+    models = sorted(set(models))
+
+    def scope(chosen, r):
+        if not chosen:
+            return f"at {r:g} no model reaches the threshold, so none is left out: every model is kept and marked as not conforming"
+        left = [short_model(m) for m in models if m not in set(chosen)]
+        return (f"at {r:g} the page keeps {phrasing.join([short_model(m) for m in chosen])}"
+                + (f" and leaves out {phrasing.join(left)}" if left else ""))
+
+    if not kept and not strict:
+        return (f"At {rate:g} and at {strict_rate:g} alike no model reaches the threshold, so none is left "
+                f"out: every model is kept and marked as not conforming.")
+    s = scope(kept, rate) + "; " + scope(strict, strict_rate)
+    return s[0].upper() + s[1:] + "."
+
+
 def _clip(text, n: int) -> str:
     t = " ".join(str(text).split())
     return t if len(t) <= n else t[:n] + " ..."

@@ -163,7 +163,12 @@ def place(new: pd.DataFrame, *, panel: str = "calibration_study", probe: str = "
         c[label], y[label] = sub["confidence"].reindex(items).astype(float), sub["correct"].reindex(items).astype(float)
         r = internal_population(c[[label] + [m for m in c.columns if m != label]],
                                 y[[label] + [m for m in c.columns if m != label]], min_class=MIN_CLASS)
-        per_probe.append(r.iloc[0].to_dict() | {"probe": p})
+        # the adequacy gate stops the verdict on every probe as it does on the headline, so a
+        # probe is 'sufficient' only with enough right and wrong answers and the gate passed
+        g = _gate(new, p)["status"]
+        row = r.iloc[0].to_dict() | {"probe": p, "gate": g}
+        row["sufficient"] = bool(row["sufficient"]) and g == "adequate"
+        per_probe.append(row)
     return Placement(model, panel, probe, head, population,
                      ranks[ranks["model"] == label].reset_index(drop=True),
                      recalibrate(mine["confidence"], mine["correct"], seed=seed), gate, v,
@@ -230,15 +235,33 @@ def headline_sentence(r: Placement) -> str:
     return s
 
 
-def replies_sentence(new: pd.DataFrame) -> str:
-    """How many replies were parsed, and how many were cut at the reply cap."""
+def reply_counts(new: pd.DataFrame) -> dict:
+    """The replies of one probe split four ways, which add up to the replies: finished or cut at
+    the reply cap (``finish_reason`` 'length'), crossed with usable (an answer letter and a
+    stated confidence both parsed) or not. A cut reply can still be usable when the answer and
+    the confidence came before the cap."""
     one = new[new["probe"] == new["probe"].iloc[0]]
-    n = len(one)
-    ok = int((one["parse_status"].astype(str) == "ok").sum())
-    cut = int((one["finish_reason"].astype(str) == "length").sum()) if "finish_reason" in one else 0
-    return (f"Of {fmt_count(n, 'reply', 'replies')}, {ok} gave both an answer letter and a stated "
-            f"confidence; {cut} were cut at the reply-length cap before finishing (a reply without an "
-            f"answer counts as wrong and has no confidence, as in the study).")
+    usable = (one["parse_status"].astype(str) == "ok") & one["confidence"].notna()
+    cut = (one["finish_reason"].astype(str) == "length") if "finish_reason" in one else pd.Series(False, one.index)
+    return {"n": len(one), "finished_usable": int((usable & ~cut).sum()),
+            "finished_unusable": int((~usable & ~cut).sum()), "cut_usable": int((usable & cut).sum()),
+            "cut_unusable": int((~usable & cut).sum())}
+
+
+def replies_sentence(new: pd.DataFrame) -> str:
+    """How many replies were parsed and how many were cut at the reply cap, as counts that
+    partition the replies (:func:`reply_counts`)."""
+    c = reply_counts(new)
+    n_cut = c["cut_usable"] + c["cut_unusable"]
+    s = (f"Of {fmt_count(c['n'], 'reply', 'replies')}, {c['finished_usable']} finished and gave both an "
+         f"answer letter and a stated confidence")
+    if c["finished_unusable"]:
+        s += f"; {c['finished_unusable']} finished without both"
+    if n_cut:
+        s += (f"; {n_cut} {'was' if n_cut == 1 else 'were'} cut at the reply-length cap before "
+              f"finishing, of which {c['cut_usable']} still gave both (and {'is' if c['cut_usable'] == 1 else 'are'} used) and "
+              f"{c['cut_unusable']} did not")
+    return s + (". A reply without an answer counts as wrong and has no confidence, as in the study.")
 
 
 def panel_sentence(r: Placement) -> str:
@@ -312,22 +335,29 @@ def population_figure(r: Placement):
     return fig
 
 
-def protocol_markdown(max_tokens: int = 0) -> str:
-    """How the panel was asked and how the new model is asked, as a Markdown table, then the
-    prompt template verbatim (``max_tokens``: the cap the new model was asked with; 0: the
-    study's own)."""
+def protocol_table(max_tokens: int = 0) -> pd.DataFrame:
+    """How the panel was asked and how the new model is asked: one row per setting
+    (``max_tokens``: the cap the new model was asked with; 0: the study's own)."""
+    from metacog.data.designs import DESIGNS
     from metacog.elicit.protocols import calibration_study as cs
 
     p = cs.protocol()
     cap_ = (f"{p.max_tokens}" if not max_tokens or int(max_tokens) == p.max_tokens
             else f"{int(max_tokens)} for this model (the study: {p.max_tokens})")
-    rows = [("prompt", "`MULTI_CHOICE_NO_OPTIONS_SHARED_SAMPLING_TEMPLATE` (conf_mode 'sampling', choices=0)"),
-            ("system message", p.system), ("temperature", f"{p.temperature:g}"), ("max_tokens", cap_),
+    rows = [("prompt", "MULTI_CHOICE_NO_OPTIONS_SHARED_SAMPLING_TEMPLATE (conf_mode 'sampling', choices=0)"),
+            ("system message", p.system), ("temperature", f"{p.temperature:g} for this model (the panel: {DESIGNS[('calibration_study', 'verbal_confidence')].temperature})"), ("max_tokens", cap_),
             ("token log-probabilities", f"on, top {p.top_logprobs}"),
-            ("answer", "`extract_answer`: the last 'Answer:' letter, then the study's fallback patterns"),
-            ("stated confidence", "`extract_verbal_numerical_confidence` / 100"),
-            ("logit confidence", "`calculate_logit_perplexity`: mean probability of the reply's tokens"),
+            ("answer", "extract_answer: the last 'Answer:' letter, then the study's fallback patterns"),
+            ("stated confidence", "extract_verbal_numerical_confidence / 100"),
+            ("logit confidence", "calculate_logit_perplexity: mean probability of the reply's tokens"),
             ("key", "the study's own (it differs from the MMLU-Pro mirror on 173 questions)"),
             ("source", p.source)] + [("assumption", n) for n in p.notes]
-    table = "| setting | value |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
-    return f"{table}\n\nThe prompt, verbatim (then one line per option, 'A) ...'):\n\n````text\n{p.template}\n````"
+    return pd.DataFrame(rows, columns=["setting", "value"])
+
+
+def prompt_markdown() -> str:
+    """The study's prompt template verbatim, as a Markdown code block."""
+    from metacog.elicit.protocols import calibration_study as cs
+
+    return ("The prompt, verbatim (then one line per option, 'A) ...'):\n\n"
+            f"````text\n{cs.protocol().template}\n````")
