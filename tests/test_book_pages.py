@@ -32,7 +32,7 @@ def test_no_key_like_string_in_executed_notebooks_or_pages(site):
 def test_built_pages_show_no_nan_warnings_paths_raw_headers_or_template_glitches(site):
     from metacog.pages.hygiene import scan_html
 
-    found = scan_html(site)
+    found = scan_html(site, strict=True)  # reprs, float noise, bare indexes, empty tables too
     if not found.empty:  # shown with -rx / -s so the lead can see what is left
         print(found.groupby(["page", "problem"]).size().to_string())
         print(found.to_string(index=False, max_colwidth=100))

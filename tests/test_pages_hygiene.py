@@ -128,6 +128,7 @@ def test_commands_written_into_prose_are_examples_not_findings():
     ("<p>Probe(s) ['stated_certainty'] are kept as given.</p>", "repr", "['stated_certainty']"),
     (cell("f()", "0    a\nName: model, dtype: object"), "repr", "dtype: object"),
     (cell("f()", "&lt;metacog.Panel object at 0x7f3a2c&gt;"), "repr", "object at 0x7f3a2c"),
+    (cell("f()", "`quoted` then a printed array([0.5, 0.25])"), "repr", "array(["),
     ("<p>the margin is -0.25000000000000017 at the fixed point</p>", "float noise", "-0.25000000000000017"),
     ("<table><thead><tr><th>claim</th><th>status</th></tr></thead><tbody></tbody></table>",
      "empty table", "no rows"),
@@ -146,6 +147,7 @@ def test_strict_checks_pass_what_the_book_legitimately_shows(tmp_path):
     write(tmp_path, "ch.html", CLEAN + PAGE.format(body=(
         '<p>choices: ["Yes", "No"] in the policy file; confidence in [0, 1]; p = 0.0417.</p>'
         + cell("f()", "statistic 0.1234567")
+        + cell("f()", "the step says: lattice vectors `recvec = np.array([[1, 0, 0], [0, 1, 0]])` here")
         + "<table><thead><tr><th>model</th></tr></thead><tbody><tr><td>a</td></tr></tbody></table>")))
     assert scan_html(tmp_path, strict=True).empty
 

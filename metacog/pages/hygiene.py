@@ -101,6 +101,13 @@ _EXEMPT = re.compile(r"\bdefault|\bthe book's\b|\blocal panel\b", re.I)
 _PAPER = re.compile(r"\bpaper [12]\b(?:[^.]|\.(?=\d)){0,110}$", re.I)  # "paper 1: SQuAD", paper 1's own benchmarks
 
 
+def _quoted_code(text: str, at: int) -> bool:
+    """Whether position ``at`` lies inside `inline code` quoted with backticks on its line (a
+    prompt that shows code, such as a SciCode step, is quoting it, not printing a repr)."""
+    line_start = text.rfind("\n", 0, at) + 1
+    return text.count("`", line_start, at) % 2 == 1
+
+
 class _Visible(HTMLParser):
     """Collects visible text as blocks tagged 'prose', 'input' (code cell source) or
     'output' (cell outputs), and the text of every <th>."""
@@ -266,7 +273,8 @@ def scan_page(html: str, page: str = "", *, strict: bool = False, sources=None,
     for region, text in p.blocks + [["end", ""]]:
         for problem, rx, where in checks:
             if region in where:
-                rows += [(page, problem, _excerpt(text, m.start(), m.end())) for m in rx.finditer(text)]
+                rows += [(page, problem, _excerpt(text, m.start(), m.end())) for m in rx.finditer(text)
+                         if not (problem == "repr" and _quoted_code(text, m.start()))]
         if sources is None:
             continue
         if region in ("prose", "example"):
