@@ -47,3 +47,18 @@ def test_a_user_file_is_named_by_its_file_name_only(name, parameters, files, tmp
     assert f"The source {other.name} is left out" in html
     found = scan_html(page.parent, strict=True, sources=[answers.name, other.name], model_counts=[2])
     assert found.empty, "\n" + found.to_string(index=False, max_colwidth=110)
+
+
+@pytest.mark.slow
+def test_the_miscalibration_chapter_names_a_policy_file_by_its_name_in_every_sentence_and_verdict(files, tmp_path):
+    """Its policy audit, P(Yes) answerers and verdicts on a user's file of policy answers: the
+    sources, the notes and every verdict claim name the file, never its folder (they printed the
+    full path), and no empty table is published for a file without a multi-model panel."""
+    answers, other = files
+    page = chapter.run("miscalibration", [str(answers), str(other)], tmp_path / "out",
+                       parameters={"probe_models": [], "n_boot": 100, "n_perm": 19}).page
+    html = page.read_text()
+    assert FOLDER not in html and str(answers.parent) not in html, "a folder of the user's machine is on the page"
+    assert f"{answers.name} · qwen2.5-coder-1.5b · P(Yes)" in html  # the verdict names file and answerer
+    found = scan_html(page.parent, strict=True, sources=[answers.name, other.name], model_counts=[2, 4])
+    assert found.empty, "\n" + found.to_string(index=False, max_colwidth=110)

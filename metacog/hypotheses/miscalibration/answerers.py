@@ -61,9 +61,9 @@ def is_p_yes(model: str) -> bool:
 
 
 def _name(source: str) -> str:
-    from metacog.data.responses import source_label
+    from metacog.data.responses import source_name
 
-    return source_label(source)
+    return source_name(source)
 
 
 def display_fits(fits: pd.DataFrame) -> pd.DataFrame:

@@ -37,7 +37,7 @@ def policy_frames(sources, *, read_p_yes: bool = False, seed: int = 0) -> Policy
     every model that recorded a P(Yes) gets its P(Yes) answerer beside it
     (:func:`~metacog.hypotheses.miscalibration.answerers.add_p_yes`, folds drawn from ``seed``).
     """
-    from metacog.data.responses import load_responses, source_label
+    from metacog.data.responses import load_responses, source_name as source_label
 
     frames, lacking = {}, []
     for source in sources:
