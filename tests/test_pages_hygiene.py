@@ -199,3 +199,10 @@ def test_sections_can_be_left_out_and_references_never_name_a_missing_source():
         '<section id="references"><p>Atlas: a dataset.</p></section></section>'))
     assert set(scan_page(html, sources=["mine.csv"])["problem"]) == {"source not given", "nan"}
     assert scan_page(html, sources=["mine.csv"], skip_sections=["exercises"]).empty
+
+
+def test_nan_spelled_in_shown_code_is_found_but_np_nan_is_not():
+    shown = scan_page(PAGE.format(body=cell('held = reach.get(m) if ok else float("nan")')), "p")
+    assert list(shown["problem"]) == ["nan"] and '"nan"' in shown["excerpt"].iloc[0]
+    named = scan_page(PAGE.format(body=cell("x = np.nan if df.dropna().empty else np.nanmean(v)")), "p")
+    assert named.empty, named.to_string()

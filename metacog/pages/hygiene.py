@@ -4,7 +4,8 @@
 ``_sources``, search and index pages) and reports, from the *visible text* (no scripts,
 styles or head), one row per finding with the page, the problem and an excerpt:
 
-- ``nan`` — "NaN", "nan" or "<NA>" shown as a value (prose and cell outputs);
+- ``nan`` — "NaN", "nan" or "<NA>" shown as a value (prose, cell outputs and the code shown on
+  a page, where ``np.nan`` reads as a name and is left alone);
 - ``warning`` — "Warning:", RuntimeWarning, UserWarning, DeprecationWarning, FutureWarning;
 - ``traceback`` — "Traceback (most recent call last)", or "...Error:" at the start of a line
   of a cell's output;
@@ -57,7 +58,7 @@ _SKIP_PAGES = {"genindex.html", "search.html", "py-modindex.html", "api.html"}
 _NUM = r"[\u2212\-]?\d+(?:[.,]\d+)*%?"
 _DEC = r"[\u2212\-]?\d+(?:\.\d+%?|%)"  # a decimal or a percentage
 CHECKS: list[tuple[str, re.Pattern, tuple[str, ...]]] = [
-    ("nan", re.compile(r"(?<![\w.\-])(?:NaN|nan)(?![\w(])|<NA>"), ("prose", "output")),
+    ("nan", re.compile(r"(?<![\w.\-])(?:NaN|nan)(?![\w(])|<NA>"), ("prose", "output", "input")),
     ("warning", re.compile(r"\bWarning:|\b(?:Runtime|User|Deprecation|Future)Warning\b"), ("prose", "output")),
     ("traceback", re.compile(r"Traceback \(most recent call last\)"), ("prose", "output")),
     ("traceback", re.compile(r"(?m)^[ \t]*[A-Za-z]*Error:"), ("output",)),
