@@ -307,6 +307,13 @@ def adequacy(df: pd.DataFrame, *, probe: str | None = None, chance=None, items=N
     return table
 
 
+def failed_rules(row) -> str:
+    """The rules one row of :func:`adequacy` fails, in words ('' when the model passes)."""
+    if "failures" in row and isinstance(row["failures"], str):
+        return row["failures"]
+    return "" if row["carries_signal"] else str(row.get("reason", ""))
+
+
 def ungated(table: pd.DataFrame) -> list[str]:
     """The models of an :func:`adequacy` table that pass without a chance test: no chance level
     is known for their items (no ``n_options`` column, answer set or ``chance``), so they are

@@ -16,7 +16,7 @@ from scipy import stats as sps
 
 from metacog.pages.benchmark import MIN_CLASS, _auroc_row, auroc_cell
 from metacog.hypotheses.common import short_model
-from metacog.tidy.report import fmt_ci, pretty
+from metacog.tidy.report import fmt_ci, pretty, warning
 from metacog.hypotheses.verdict import INSUFFICIENT, Verdict, decide
 
 
@@ -227,7 +227,7 @@ def no_signal_notice(gate: pd.DataFrame) -> str:
     ('' when one does), as on the benchmark pages (:func:`metacog.pages.benchmark.gate.no_signal_notice`):
     no verdict on knowledge or on confidence tracking it, the overconfidence exemption, and
     which rule each model fails under each policy."""
-    from metacog.pages.benchmark.gate import failures
+    from metacog.hypotheses.adequacy import failed_rules
 
     if len(gate) and gate["carries_signal"].any():
         return ""
@@ -236,7 +236,7 @@ def no_signal_notice(gate: pd.DataFrame) -> str:
             "measured, and every claim that confidence tracks correctness is held back. "
             + OVERCONFIDENCE_EXEMPT)
     if not len(gate):
-        return "```{warning}\n" + head + "\n\nNo model has graded answers.\n```"
+        return warning(head + "\n\nNo model has graded answers.")
     lines = []
     several = "source" in gate and gate["source"].nunique() > 1
 
@@ -245,9 +245,9 @@ def no_signal_notice(gate: pd.DataFrame) -> str:
         return f"under {at}, " if at else ""
 
     for model, g in gate.groupby("model", sort=False):
-        why = "; ".join(f"{where(r)}{failures(r)}" for r in g.to_dict("records"))
+        why = "; ".join(f"{where(r)}{failed_rules(r)}" for r in g.to_dict("records"))
         lines.append(f"- {short_model(model)}: {why}.")
-    return "```{warning}\n" + head + "\n\n" + "\n".join(lines) + "\n```"
+    return warning(head + "\n\n" + "\n".join(lines))
 
 
 def reliability(responses: pd.DataFrame, policy: str, *, n_bins: int = 10,

@@ -227,6 +227,15 @@ def quantities(summary: pd.DataFrame, digits: int = 3) -> PrettyTable:
                         "value": [one(v) for v in summary["value"]]})
 
 
+def warning(text: str) -> str:
+    """``text`` as a MyST warning admonition (for the notice at the top of a page).
+
+    >>> warning("No model passes.")
+    '```{warning}\\nNo model passes.\\n```'
+    """
+    return "```{warning}\n" + text + "\n```"
+
+
 def pretty_or(df: pd.DataFrame, why: str, *, digits: int = 3, names: dict | None = None):
     """:func:`pretty` of ``df`` when it has rows; otherwise ``why`` (one sentence saying why there
     is nothing to show) as Markdown, so a page never publishes an empty table."""

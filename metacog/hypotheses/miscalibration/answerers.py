@@ -17,6 +17,10 @@ from metacog.stats.policy import POLICIES
 from metacog.tidy import phrasing
 
 
+#: The columns of :func:`add_p_yes`'s fits, one row per source, answerer and policy.
+FIT_COLUMNS = ["source", "model", "probe", "answered", "accuracy", "mean_confidence", "abstained", "mean_shift"]
+
+
 def complete_items(frames: dict) -> tuple[dict, list[str]]:
     """Each source's rows restricted to the (model, item) pairs present under every policy, and
     one sentence per source that lost items to it."""
@@ -51,8 +55,7 @@ def add_p_yes(frames: dict, *, seed: int = 0) -> tuple[dict, pd.DataFrame]:
         fitted = answers_from_p_yes(df[df["model"].isin(has)], seed=seed)
         out[source] = pd.concat([df, fitted.responses], ignore_index=True)
         fits.append(fitted.summary().assign(source=source))
-    cols = ["source", "model", "probe", "answered", "accuracy", "mean_confidence", "abstained", "mean_shift"]
-    return out, (pd.concat(fits, ignore_index=True)[cols] if fits else pd.DataFrame(columns=cols))
+    return out, (pd.concat(fits, ignore_index=True)[FIT_COLUMNS] if fits else pd.DataFrame(columns=FIT_COLUMNS))
 
 
 def is_p_yes(model: str) -> bool:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from metacog.hypotheses.common import ChapterResult, chapter_result
-from metacog.hypotheses.miscalibration.answerers import add_p_yes, complete_items
+from metacog.hypotheses.miscalibration.answerers import FIT_COLUMNS, add_p_yes, complete_items
 from metacog.stats.policy import POLICIES
 
 
@@ -64,7 +64,7 @@ def policy_frames(sources, *, read_p_yes: bool = False, seed: int = 0) -> Policy
             continue
         frames[source] = rows.reset_index(drop=True)
     frames, partial = complete_items(frames)
-    fits = add_p_yes({})[1]  # no answerer added: an empty fits table
+    fits = pd.DataFrame(columns=FIT_COLUMNS)
     if read_p_yes:
         frames, fits = add_p_yes(frames, seed=seed)
     return PolicyFrames(frames, lacking + partial, fits)

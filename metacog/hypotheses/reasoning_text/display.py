@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas as pd
 
 from metacog.hypotheses.common import short_model
-from metacog.tidy.report import fmt_list
+from metacog.hypotheses.adequacy import failed_rules
+from metacog.tidy.report import fmt_list, warning
 
 
 def pooled_table(result: TextProbeComparison):
@@ -32,11 +33,6 @@ def no_model_notice(result: dict) -> str:
     reasoning text is at chance or off-format): the page then gives no estimate and draws no
     verdict. Lists each source's models with the rule each fails, as the benchmark pages do
     (the benchmark pages' ``no_signal_notice``). '' when some source pools a model."""
-    def failures(r) -> str:  # the failed rules of one gate row, as the benchmark pages word them
-        if isinstance(r.get("failures"), str) and r["failures"]:
-            return r["failures"]
-        return "" if r["carries_signal"] else str(r.get("reason", ""))
-
     if any(kept for kept, _ in result["models"].values()):
         return ""
     head = ("No model on this page answers above chance and follows the format on any source, so "
@@ -47,8 +43,8 @@ def no_model_notice(result: dict) -> str:
         g = result.gates.get(src)
         if g is None:
             continue
-        why = [f"{short_model(r['model'])} {failures(r) or 'does not follow the format'}"
+        why = [f"{short_model(r['model'])} {failed_rules(r) or 'does not follow the format'}"
                for r in g[g["model"].isin(texts)].to_dict("records")]
         lines.append(f"- {src}: " + "; ".join(why) + ".")
     lines += [f"- {s}: {why}." for s, why in result["skipped"].items() if s not in result["models"]]
-    return "```{warning}\n" + head + ("\n\n" + "\n".join(lines) if lines else "") + "\n```"
+    return warning(head + ("\n\n" + "\n".join(lines) if lines else ""))

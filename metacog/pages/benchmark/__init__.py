@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from metacog.hypotheses.adequacy import MIN_CORRECT, MIN_PARSE, judgment_gate  # noqa: F401 (re-exported)
+from metacog.hypotheses.adequacy import MIN_CORRECT, MIN_PARSE, failed_rules, judgment_gate  # noqa: F401 (re-exported)
 from metacog.hypotheses.common import short_model
-from metacog.pages.benchmark.gate import (GATE_FAILED, display_gate, failures, gate_sentence,  # noqa: F401
+from metacog.pages.benchmark.gate import (GATE_FAILED, display_gate, gate_sentence,  # noqa: F401
                                           model_gate, no_signal_notice, which)
 from metacog.tidy.report import fmt_ci, fmt_count, fmt_list, fmt_num, pretty
 from metacog.stats.intervals import auroc_ci, proportion_ci
@@ -152,7 +152,7 @@ def judgment_scores(responses: pd.DataFrame, probe: str = "prospective",
     jg = judgment_gate(judged, probe).set_index("model")
     g_idx = gate.set_index("model") if gate is not None else None
     sig = g_idx["carries_signal"] if gate is not None else pd.Series(dtype=bool)
-    why = ({m: failures(r) for m, r in zip(g_idx.index, g_idx.to_dict("records"))}
+    why = ({m: failed_rules(r) for m, r in zip(g_idx.index, g_idx.to_dict("records"))}
            if gate is not None else {})
     for model, g in judged.groupby("model", sort=True):
         for score in SCORES:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from metacog.hypotheses.adequacy import MIN_CORRECT, MIN_PARSE, adequacy
+from metacog.hypotheses.adequacy import MIN_CORRECT, MIN_PARSE, adequacy, failed_rules
 from metacog.hypotheses.common import short_model
 from metacog.tidy import phrasing
-from metacog.tidy.report import fmt_ci, fmt_count, fmt_num, pretty
+from metacog.tidy.report import fmt_ci, fmt_count, fmt_num, pretty, warning
 
 #: The verdict reason of a model whose answers fail the gate starts with this.
 GATE_FAILED = "its answers fail the adequacy gate"
@@ -114,13 +114,6 @@ def gate_sentence(gate: pd.DataFrame, what: str = "answers") -> str:
     return s
 
 
-def failures(r) -> str:
-    """The failed rules of one gate row, in words ('' when it passes)."""
-    if "failures" in r and isinstance(r["failures"], str):
-        return r["failures"]
-    return "" if r["carries_signal"] else str(r.get("reason", ""))
-
-
 def no_signal_notice(gate: pd.DataFrame, what: str = "answers without the context") -> str:
     """A MyST warning for the top of a page where no model passes the gate ('' when one does):
     that the page draws no verdict, and which rule each model fails, with its numbers."""
@@ -132,5 +125,5 @@ def no_signal_notice(gate: pd.DataFrame, what: str = "answers without the contex
     if not len(gate):
         body = "\n\nNo model has graded attempts."
     else:
-        body = "\n\n" + "\n".join(f"- {short_model(r['model'])}: {failures(r)}." for r in gate.to_dict("records"))
-    return "```{warning}\n" + head + body + "\n```"
+        body = "\n\n" + "\n".join(f"- {short_model(r['model'])}: {failed_rules(r)}." for r in gate.to_dict("records"))
+    return warning(head + body)
