@@ -53,6 +53,20 @@ def test_probe_narrows_when_the_column_exists(tmp_path):
     assert "no rows with probe 'nothing'" in msg and "counterfactual" in msg
 
 
+def test_a_file_takes_a_probe_after_a_colon_like_a_run(tmp_path):
+    """'path:probe' narrows a file as 'run:probe' narrows a recorded run (the reasoning-text page
+    tells a user with a many-probe file to write it so), and is named without its folder."""
+    from metacog.data.responses import source_label, source_name
+
+    lines = [HEADER] + good_rows() + [r.replace("prospective", "counterfactual") for r in good_rows()]
+    path = write(tmp_path, lines)
+    df = load_responses(f"{path}:counterfactual")
+    assert set(df["probe"]) == {"counterfactual"} and len(df) == 12
+    assert "no rows with probe 'nothing'" in error(f"{path}:nothing")
+    assert source_label(f"{path}:counterfactual") == path.stem
+    assert str(tmp_path) not in source_name(f"{path}:counterfactual")
+
+
 def test_true_false_strings_and_booleans_are_correctness(tmp_path):
     lines = [HEADER, "a,1,p,0.2,True", "a,2,p,0.4,false", "b,1,p,0.6,YES", "b,2,p,0.8,n", "b,3,p,0.8,"]
     df = load_responses(write(tmp_path, lines))

@@ -125,3 +125,28 @@ def test_pooled_counts_agree_and_no_passing_model_puts_a_notice_on_top(monkeypat
             notice = hrt.no_model_notice(res)
             assert notice.startswith("```{warning}\nNo model on this page answers above chance")
             assert "gives no estimate" in notice and "- toy:c2: knower" in notice
+
+
+def test_a_source_left_out_before_gating_is_not_blamed_on_chance_and_its_fix_is_spelled_out(monkeypatch):
+    """A file holding several probes and naming none is left out before any model is gated: the
+    notice must not say no model answers above chance, and the fix names a real probe (the old
+    '<probe>' placeholder vanished from the page as an HTML tag)."""
+    import metacog.data
+
+    two = pd.concat([_yes_no_source(True), _yes_no_source(True).assign(probe="second_look")])
+    monkeypatch.setattr(metacog.data, "load_responses", lambda name: two)
+    res = hrt.analyse(["toy"], n_boot=50, cv=3)
+    assert res.models == {} and "give it with the probe to read after a colon, e.g. 'toy:c2'" in res.skipped["toy"]
+    notice = hrt.no_model_notice(res)
+    assert notice.startswith("```{warning}\nNo source given could be analysed") and "above chance" not in notice
+    assert "<" not in notice
+
+
+def test_a_file_that_records_no_parse_status_is_not_called_off_format():
+    """Without parse statuses there is no format to fail: every model conforms (the loader adds an
+    empty parse_status column, which read as 'no reply parsed' and left every model out)."""
+    rows = _yes_no_source(True).assign(parse_status=None)
+    kept, gate = hrt.gate_models(rows, "c2")
+    assert gate["conforms"].all() and kept == ["m/knower"]
+    rows.loc[rows["model"] == "m/knower", "parse_status"] = "unparsed"
+    assert hrt.gate_models(rows, "c2")[0] == []  # a recorded failure to parse still counts

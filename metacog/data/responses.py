@@ -83,8 +83,9 @@ def _plain(value):
 
 def source_label(source) -> str:
     """A short human name for a source: 'Atlas', 'Battery', a run's name, a file's stem."""
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and os.path.isfile(source)):
-        return Path(source).stem
+    for path in (source, str(source).rpartition(":")[0]):  # a file, or 'file.csv:probe'
+        if isinstance(path, os.PathLike) or (isinstance(path, str) and path and os.path.isfile(path)):
+            return Path(path).stem
     name = str(source).split(":", 1)[0]
     return LABELS.get(name, name)
 
@@ -151,6 +152,9 @@ def _resolve(source) -> tuple[pd.DataFrame, _Where, str | None]:
         return (*_read_file(Path(source)), None)
     if not isinstance(source, str) or not source:
         raise ResponseError(f"load_responses: source must be a non-empty string or a path, got {source!r}.")
+    path, _, file_probe = source.rpartition(":")
+    if path and file_probe and os.sep not in file_probe and os.path.isfile(path):  # 'file.csv:probe'
+        return (*_read_file(Path(path)), file_probe)
     name, _, suffix_probe = source.partition(":")
     found = _registered(name)
     if found is not None:
@@ -164,7 +168,7 @@ def _resolve(source) -> tuple[pd.DataFrame, _Where, str | None]:
     raise ResponseError(
         f"load_responses: unknown source {source!r}. Use a registered log {list(logs.LOADERS)}, "
         f"a recorded run {declared} (either optionally as 'name:probe'), or the path of a "
-        f"CSV, Parquet or JSON-lines file.")
+        f"CSV, Parquet or JSON-lines file (also as 'path:probe').")
 
 
 # ---------------------------------------------------------------------------

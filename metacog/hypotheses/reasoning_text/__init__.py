@@ -50,8 +50,9 @@ def gate_models(full: pd.DataFrame, probe: str, *, min_conformance: float = 0.8)
     from metacog.tidy import tables
     from metacog.hypotheses.adequacy import adequacy
 
+    recorded = "parse_status" in full and full["parse_status"].notna().any()  # the loader adds an empty one
     conforming = (set(tables.conforming_models(full, min_rate=min_conformance))
-                  if "parse_status" in full else set(full["model"]))
+                  if recorded else set(full["model"]))
     # chance from each item's own answer set, as on the benchmark pages, where the book can load
     # the items (a registered benchmark with its data); otherwise the gate says chance is unknown
     try:
@@ -92,7 +93,8 @@ def rows_for(source: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str
         probes = sorted(map(str, full["probe"].dropna().unique()))
         if len(probes) != 1:
             return None, None, (f"{name} holds several probes ({fmt_list(probes)}) and names none; "
-                                f"give it as '{shown_source(base)}:<probe>'")
+                                f"give it with the probe to read after a colon, e.g. "
+                                f"'{shown_source(base)}:{probes[0]}'")
         probe = probes[0]
     if full.loc[full["probe"] == probe, "reasoning_text"].isna().all():
         return None, None, f"{name} has no reasoning text, so there is nothing for the probe to read"

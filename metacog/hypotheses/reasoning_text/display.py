@@ -8,7 +8,8 @@ import pandas as pd
 
 from metacog.hypotheses.common import short_model
 from metacog.hypotheses.adequacy import failed_rules
-from metacog.tidy.report import fmt_list, warning
+from metacog.tidy.phrasing import join
+from metacog.tidy.report import warning
 
 
 def pooled_table(result: TextProbeComparison):
@@ -19,11 +20,9 @@ def pooled_table(result: TextProbeComparison):
 
     unknown = result.ungated
     rows = [{"source": s, "models with texts": len(all_),
-             "pooled": fmt_list([short_model(m) for m in kept]) if kept else "none",
-             "left out (at chance or off-format)":
-                 fmt_list([short_model(m) for m in all_ if m not in kept]) or "none",
-             "pooled without a chance test (chance unknown)":
-                 fmt_list([short_model(m) for m in unknown.get(s, [])]) if unknown.get(s) else "none"}
+             "pooled": join([short_model(m) for m in kept]),
+             "left out (at chance or off-format)": join([short_model(m) for m in all_ if m not in kept]),
+             "pooled without a chance test (chance unknown)": join([short_model(m) for m in unknown.get(s, [])])}
             for s, (kept, all_) in result.models.items()]
     return pretty_or(pd.DataFrame(rows), "No source has models with reasoning text, so none is pooled.")
 
@@ -35,9 +34,13 @@ def no_model_notice(result: dict) -> str:
     (the benchmark pages' ``no_signal_notice``). '' when some source pools a model."""
     if any(kept for kept, _ in result["models"].values()):
         return ""
-    head = ("No model on this page answers above chance and follows the format on any source, so "
-            "the page gives no estimate of the text probe and draws no verdict on whether reasoning "
-            "text carries a model's uncertainty: no source has a model above chance.")
+    if result["models"]:
+        head = ("No model on this page answers above chance and follows the format on any source, so "
+                "the page gives no estimate of the text probe and draws no verdict on whether reasoning "
+                "text carries a model's uncertainty: no source has a model above chance.")
+    else:  # every source was left out before any model was gated
+        head = ("No source given could be analysed, so the page gives no estimate of the text probe and "
+                "draws no verdict on whether reasoning text carries a model's uncertainty.")
     lines = []
     for src, (_, texts) in result["models"].items():
         g = result.gates.get(src)
