@@ -213,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
                        add_help=False)
     p.set_defaults(func=None)
 
+    p = sub.add_parser("probe", help="record the miscalibration chapter's hidden-state study into "
+                                     "data/probe/ (needs torch)", add_help=False)
+    p.set_defaults(func=None)
+
     try:
         from metacog.elicit import cli as elicit_cli
     except ImportError:
@@ -227,6 +231,10 @@ def main(argv: list[str] | None = None) -> int:
         from metacog.elicit.record import main as collect_main
 
         return collect_main(argv[1:])
+    if argv and argv[0] == "probe":
+        from metacog.hypotheses.miscalibration.hidden import main as probe_main
+
+        return probe_main(argv[1:])
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -8,9 +8,13 @@ for prompt length) — with Gaussian embedding noise (sigma = 0.01 x the embeddi
 40 trials as one batch); and sweep sigma on a few of the plain prompts.
 
 Every probe goes through :func:`metacog.probe.probe_cached`, whose parquet files
-live in ``data/probe/``: ``python -m metacog.probe.study <model>`` (or ``make probe``)
-records them with torch installed; the book calls :func:`study` with
-``compute=False`` and never imports torch.
+live in ``data/probe/``: ``metacog probe <model>`` (or
+``make probe``) records them with torch installed, on the log the chapter reads; the book
+calls :func:`study` with ``compute=False`` and never imports torch.
+
+A probed model may be an *answerer* named ``'<model> · P(Yes)'``: its CC / OCW groups come
+from its first-token P(Yes) read as answer and confidence (:mod:`metacog.stats.p_yes`), which
+the responses table must then hold; the network probed is ``<model>`` itself.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from metacog.stats.p_yes import LABEL as P_YES_LABEL
 from metacog.probe import (HIGH_CONFIDENCE, N_TRIALS, SIGMA, build_prompts, confidence_groups, group_difference,
                            length_control, paired_difference, probe_conditions, sigma_sweep, unload_models)
 
@@ -157,6 +162,12 @@ class Study:
                               "sigmas": per.shape[1]}])
 
 
+def network(model: str) -> str:
+    """The local model a probed answerer runs on: 'local/qwen2.5-coder-1.5b · P(Yes)' ->
+    'qwen2.5-coder-1.5b'."""
+    return str(model).split("/")[-1].removesuffix(P_YES_LABEL)
+
+
 def select_items(responses: pd.DataFrame, model: str, n_per_group: int = 8, seed: int = 0,
                  threshold: float = HIGH_CONFIDENCE) -> pd.DataFrame:
     """Up to ``n_per_group`` CC and OCW items of ``model``'s C0 answers, drawn with ``seed``."""
@@ -184,7 +195,7 @@ def study(model: str, responses: pd.DataFrame, items, *, n_per_group: int = 8, n
     frame = items if isinstance(items, pd.DataFrame) else pd.DataFrame(
         [{"item_id": i.item_id, "question": i.question} for i in items])
     chosen = frame[frame["item_id"].astype(str).isin(ids)][["item_id", "question"]]
-    name = model.split("/")[-1]
+    name = network(model)
     conditions = {
         "plain": build_prompts(chosen, "c0").loc[ids],
         "self_critique": build_prompts(chosen, "c2").loc[ids],
@@ -198,30 +209,3 @@ def study(model: str, responses: pd.DataFrame, items, *, n_per_group: int = 8, n
     sweep = sigma_sweep(name, conditions["plain"].loc[sweep_ids], sweep_sigmas, n_trials=n_trials,
                                seed=seed, compute=compute, cache=cache)
     return Study(groups=groups, probe=probe, sweep=sweep)
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    from metacog.data import recorded
-    from metacog.benchmarks import audit
-
-    p = argparse.ArgumentParser(prog="python -m metacog.probe.study", description=__doc__)
-    p.add_argument("models", nargs="+", help="panel names, e.g. smollm2-135m")
-    p.add_argument("--run", default="audit_policies")
-    p.add_argument("--n-per-group", type=int, default=8)
-    p.add_argument("--n-sweep", type=int, default=4)
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
-    responses = recorded.load(args.run)
-    items = audit.load_frame()
-    for m in args.models:
-        s = study(m, responses, items, n_per_group=args.n_per_group, n_sweep=args.n_sweep,
-                  seed=args.seed, compute=True)
-        print(f"{m}: {len(s.groups)} items\n{s.summary().round(5)}", flush=True)
-        unload_models()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

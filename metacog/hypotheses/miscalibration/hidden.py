@@ -31,12 +31,62 @@ CONTRAST_NAMES = {"self_critique - plain": "self-critique against plain",
                   "self_critique - length_control": "self-critique against length-matched plain"}
 
 
-def probe_studies(responses: pd.DataFrame, probe_models, items, *, n_per_group: int = 8,
-                  n_sweep: int = 4, seed: int = 0) -> dict:
-    """{model: :class:`metacog.probe.study.Study`} replayed from ``data/probe/`` (no torch)."""
+def probe_log(run: str, probe_models, *, seed: int = 0) -> pd.DataFrame:
+    """The log the probe's CC / OCW groups are drawn from: the recorded ``run``'s rows and, for
+    every probed answerer named ``'<model> · P(Yes)'``, its P(Yes) answers exactly as the chapter
+    reads them (:func:`~metacog.hypotheses.miscalibration.sources.policy_frames` with
+    ``read_p_yes``: the items it answered under all three policies, the shift of the log-odds
+    cross-fitted with folds from ``seed``)."""
+    from metacog.data.responses import load_responses
+    from metacog.hypotheses.miscalibration.answerers import is_p_yes
+    from metacog.hypotheses.miscalibration.sources import policy_frames
+
+    df = load_responses(run)
+    wanted = {f"local/{m}" if "/" not in m else m for m in probe_models if is_p_yes(m)}
+    if not wanted:
+        return df
+    frame = policy_frames([run], read_p_yes=True, seed=seed).frames.get(run)
+    rows = frame[frame["model"].isin(wanted)] if frame is not None else frame
+    found = set() if rows is None else set(rows["model"])
+    if wanted - found:
+        raise ValueError(f"probe_models: no P(Yes) answers for {sorted(wanted - found)} in run {run!r} "
+                         f"(its models: {sorted(df['model'].unique())}); name a model that recorded "
+                         f"a first-token P(Yes) under C0, C1 and C2, or drop it from probe_models.")
+    return pd.concat([df, rows], ignore_index=True)
+
+
+def per_model(setting, model: str, name: str) -> int:
+    """``setting`` for ``model``: the number itself, or its entry when ``setting`` is a
+    {model: number} dict (a missing entry is an error naming the parameter)."""
+    if isinstance(setting, dict):
+        if model not in setting:
+            raise ValueError(f"{name} has no entry for probed model {model!r} (its keys: "
+                             f"{sorted(setting)}); add one, or give one number for every model.")
+        return int(setting[model])
+    return int(setting)
+
+
+def probe_studies(responses: pd.DataFrame, probe_models, items, *, n_per_group=8, n_sweep=4,
+                  seed: int = 0, compute: bool = False) -> dict:
+    """{model: :class:`metacog.probe.study.Study`}: replayed from ``data/probe/`` (no torch), or
+    recorded there with ``compute=True``. ``responses`` is :func:`probe_log`'s table;
+    ``n_per_group`` and ``n_sweep`` are one number, or one per model (a dict)."""
     from metacog.probe import study
-    return {m: study.study(m, responses, items, n_per_group=n_per_group, n_sweep=n_sweep,
-                               seed=seed, compute=False) for m in probe_models}
+    return {m: study.study(m, responses, items, n_per_group=per_model(n_per_group, m, "n_per_group"),
+                           n_sweep=per_model(n_sweep, m, "n_sweep"), seed=seed, compute=compute)
+            for m in probe_models}
+
+
+def sizes_sentence(probe_models, n_per_group) -> str:
+    """How many CC and OCW items each probed model was asked for, in words."""
+    from collections import defaultdict
+
+    by = defaultdict(list)
+    for m in probe_models:
+        by[per_model(n_per_group, m, "n_per_group")].append(m)
+    if len(by) == 1:
+        return str(next(iter(by)))
+    return join([f"{n} ({join(list(ms))})" for n, ms in sorted(by.items(), reverse=True)])
 
 
 def hidden_table(studies: dict, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
@@ -225,3 +275,30 @@ def display_hidden(table: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"model": t["model"], "contrast": t["contrast"].map(lambda c: CONTRAST_NAMES.get(c, c)),
                         "items": n})
     return out.assign(**with_ci(t, "x", "relative change (95% CI)", digits=1, pct=True))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Record the chapter's hidden-state study (torch): the same log, groups and prompts the
+    chapter replays, so the replay finds every probe in ``data/probe/``."""
+    import argparse
+
+    from metacog.benchmarks import audit
+    from metacog.probe import unload_models
+
+    p = argparse.ArgumentParser(prog="metacog probe",
+                                description=main.__doc__)
+    p.add_argument("models", nargs="+", help="panel names, e.g. smollm2-135m, or "
+                                             "'qwen2.5-coder-1.5b · P(Yes)' for a P(Yes) answerer")
+    p.add_argument("--run", default="audit_policies")
+    p.add_argument("--n-per-group", type=int, default=8)
+    p.add_argument("--n-sweep", type=int, default=4)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    responses = probe_log(args.run, args.models, seed=args.seed)
+    items = audit.load_frame()
+    for m in args.models:
+        s = probe_studies(responses, [m], items, n_per_group=args.n_per_group, n_sweep=args.n_sweep,
+                          seed=args.seed, compute=True)[m]
+        print(f"{m}: {len(s.groups)} items\n{s.summary().round(5)}", flush=True)
+        unload_models()
+    return 0

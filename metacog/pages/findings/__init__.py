@@ -145,7 +145,6 @@ def _reasoning_text(p: dict) -> list[Found]:
 def _miscalibration(p: dict) -> list[Found]:
     """The miscalibration chapter's verdict cell, step by step with its own functions."""
     from metacog.benchmarks import audit
-    from metacog.data import load_responses
     from metacog.hypotheses import miscalibration as hm
     from metacog.hypotheses.miscalibration import population as hpop
     from metacog.hypotheses.panels import panels
@@ -164,14 +163,15 @@ def _miscalibration(p: dict) -> list[Found]:
                        d.temperature, "c0@1, c1@1, c2@1", d.basis)
         out += [Found("miscalibration", v, s, d) for v in hm.policy_verdicts(gains, ranks, g, s)]
     if p.get("probe_models"):
-        responses = load_responses(p["probe_run"])
+        responses = hm.probe_log(p["probe_run"], p["probe_models"], seed=p["seed"])
         studies = hm.probe_studies(responses, p["probe_models"], audit.load_frame(),
                                    n_per_group=p["n_per_group"], n_sweep=p["n_sweep"], seed=p["seed"])
         if studies:
             table = hm.hidden_table(studies, n_boot=p["n_boot"], seed=p["seed"])
             c0 = design_of(p["probe_run"], "c0")
             d = Design(c0.timing, "hidden-state displacement under Gaussian embedding noise; confident "
-                                  "hits and errors from the run's C0 answers", c0.temperature, c0.prompt,
+                                  "hits and errors from the run's C0 answers (a '· P(Yes)' "
+                                  "answerer's from its first-token P(Yes))", c0.temperature, c0.prompt,
                        c0.basis)
             for v in hm.hidden_verdicts(table, hm.gate(responses)):
                 out.append(Found("miscalibration", v, v.claim.split(": ", 1)[0], d))
