@@ -419,23 +419,49 @@ def test_real_atlas_imputed_counts(mirror):
 
 
 def test_battery_model_note_counts_t1_t5_and_declined_t6_items():
-    """Planted Battery rows: right on 3 of 4 T1-T5 items, KEEP on 1 of those 3; in T6 two of
-    three items declined (scored wrong, still KEEP). The sentence states each count."""
+    """Planted Battery rows, as the loader gives them: right on 3 of 4 T1-T5 items, KEEP on 1 of
+    those 3; in T6 two of three items declined (scored wrong, KEEP recorded as the decision with
+    no confidence). The sentence states each count, and r uses the judged items only."""
     def row(item, track, probe, conf, correct, decision):
         return {"model": "M", "item_id": f"{track}:{item}", "probe": probe, "track": track,
-                "confidence": conf, "correct": correct, "decision": decision}
+                "confidence": conf, "correct": correct, "decision": decision,
+                "parse_status": "no_answer" if conf != conf else "ok"}
+    nan = float("nan")
     rows = [row(i, "t1_overhypothesis", "keep_withdraw", c, ok, "")
             for i, (c, ok) in enumerate([(1.0, 1.0), (0.0, 1.0), (0.0, 1.0), (1.0, 0.0)])]
-    rows += [row(0, "t6_prospective", "keep_withdraw", 1.0, 0.0, "KEEP"),
-             row(1, "t6_prospective", "keep_withdraw", 1.0, 0.0, "KEEP"),
+    rows += [row(0, "t6_prospective", "keep_withdraw", nan, 0.0, "KEEP"),
+             row(1, "t6_prospective", "keep_withdraw", nan, 0.0, "KEEP"),
              row(2, "t6_prospective", "keep_withdraw", 0.0, 1.0, "WITHDRAW"),
              row(0, "t6_prospective", "path_choice", 0.0, 0.0, "DECLINE"),
              row(1, "t6_prospective", "path_choice", 0.0, 0.0, "DECLINE"),
              row(2, "t6_prospective", "path_choice", 1.0, 1.0, "ANSWER_DIRECTLY")]
-    s = dp.battery_model_note(pd.DataFrame(rows), "M")
+    frame = pd.DataFrame(rows)
+    s = dp.battery_model_note(frame, "M")
     assert "right on 3 of 4 items in tracks T1–T5 yet record KEEP on only 1 of those 3" in s
     assert "declines 2 of 3 items, which are scored wrong (0 right) while 2 of them still carry KEEP" in s
-    conf = [1, 0, 0, 1, 1, 1, 0]
-    ok = [1, 1, 1, 0, 0, 0, 1]
+    conf = [1, 0, 0, 1, 0]
+    ok = [1, 1, 1, 0, 1]
     r = np.corrcoef(conf, ok)[0, 1]
-    assert f"r = {r:.2f}".replace("-", "−") in s and "over all 7 items" in s
+    assert f"r = {r:.2f}".replace("-", "−") in s and "over the 5 items it judged" in s
+    d = dp.declined_judgments(frame)
+    assert "2 such judgments by 1 model, all of them M's" in d and "(keep_withdraw)" in d
+    assert dp.declined_judgments(frame[frame["parse_status"] == "ok"]).startswith("No judgment")
+
+
+def test_real_battery_keeps_no_judgment_of_a_declined_item(mirror):
+    """The loader: a KEEP/BET recorded for a T6 item the model declined has no confidence
+    (parse_status 'no_answer'), every other judgment keeps its code; path_choice is untouched."""
+    import metacog.data
+
+    b = metacog.data.load("battery")
+    key = ["model", "item_id"]
+    choice = b[b["probe"] == "path_choice"].set_index(key)["decision"].astype(str)
+    for probe in ("keep_withdraw", "bet_nobet"):
+        j = b[b["probe"] == probe].set_index(key)
+        declined = choice.reindex(j.index).eq("DECLINE").to_numpy()
+        assert declined.sum() > 0
+        assert j.loc[declined, "confidence"].isna().all()
+        assert (j.loc[declined, "parse_status"].astype(str) == "no_answer").all()
+        assert j.loc[declined, "decision"].astype(str).isin(["KEEP", "WITHDRAW", "BET", "NO_BET"]).all()
+        assert j.loc[~declined, "confidence"].notna().all()
+    assert b.loc[b["probe"] == "path_choice", "confidence"].notna().all()

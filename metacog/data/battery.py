@@ -4,6 +4,11 @@ Tracks T1-T5 ask, after the answer, KEEP or WITHDRAW and BET or NO_BET; the
 prospective track (T6, 72 items) also records a path choice made *before*
 answering (ANSWER_DIRECTLY / REQUEST_HINT / DECLINE). Each judgment becomes
 one tidy row: KEEP/BET/ANSWER_DIRECTLY -> confidence 1, the others -> 0.
+
+In T6 a model that chose DECLINE gave no answer (the item is scored wrong), yet the files
+still record a KEEP or BET for it. That is not a judgment of an answer, so those two rows
+keep their recorded ``decision`` but get no confidence (``parse_status == 'no_answer'``):
+every analysis leaves them out, and the data page counts them.
 """
 
 from __future__ import annotations
@@ -59,6 +64,11 @@ JUDGMENTS = {
     "path_choice": {"ANSWER_DIRECTLY": 1.0, "REQUEST_HINT": 0.0, "DECLINE": 0.0},
 }
 
+#: The judgments of an answer already given (a T6 item the model declined has none).
+AFTER_ANSWER = ("keep_withdraw", "bet_nobet")
+#: parse_status of a KEEP/BET recorded for an item the model declined to answer.
+NO_ANSWER = "no_answer"
+
 
 def canonical_model(filename: str) -> str:
     """Map a Battery file name such as 'GLM 5 Social Cog.csv' to its canonical model name."""
@@ -71,7 +81,7 @@ def canonical_model(filename: str) -> str:
 
 
 #: Bump when the table :func:`load_battery` builds changes, so cached copies are rebuilt.
-LOADER_VERSION = "battery-1"
+LOADER_VERSION = "battery-2"
 
 
 def _csv_files(root: Path) -> list[tuple[str, Path]]:
@@ -108,11 +118,17 @@ def _build(root: Path) -> pd.DataFrame:
             raise DataFileError(f"{f}: data row {i + 1}: {ok_col} {raw[ok_col].iloc[i]!r} "
                                 f"is not True/False.")
         domain = raw["domain"] if "domain" in raw else pd.Series(pd.NA, index=raw.index)
+        declined = (raw["path_choice"].str.strip() == "DECLINE") if "path_choice" in raw \
+            else pd.Series(False, index=raw.index)
         for probe, codes in JUDGMENTS.items():
             if probe not in raw:
                 continue
             values = raw[probe].str.strip()
             conf = values.map(codes)
+            status = conf.notna().map({True: "ok", False: "unparseable"})
+            if probe in AFTER_ANSWER:
+                conf = conf.mask(declined)
+                status = status.mask(declined, NO_ANSWER)
             frames.append(pd.DataFrame({
                 "model": model,
                 "item_id": track + ":" + raw[id_col].astype(str),
@@ -124,7 +140,7 @@ def _build(root: Path) -> pd.DataFrame:
                 "decision": values,
                 "confidence": conf,
                 "correct": correct,
-                "parse_status": conf.notna().map({True: "ok", False: "unparseable"}),
+                "parse_status": status,
                 "raw_text": raw[probe],
                 "backend": "log:battery",
                 "backend_version": DATASETS["battery"].commit[:12],

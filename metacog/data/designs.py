@@ -67,6 +67,8 @@ _CS_TEMP = ("0 for API models (the sampler's default), 1 in the vLLM path for op
             "the result files do not say which")
 _CS_PROMPT = "MULTI_CHOICE_NO_OPTIONS_SHARED_SAMPLING_TEMPLATE (conf_mode 'sampling', read by 'eval_all')"
 _BATTERY = "Battery README (data format) and metacog.data.battery"
+_BATTERY_TRACKS = ("Battery tracks T1-T6; in T6 only the items the model chose to answer (a KEEP or BET "
+                   "recorded after a decline has no confidence)")
 
 #: The public logs: (source, probe) -> Design.
 DESIGNS: dict[tuple[str, str], Design] = {
@@ -75,10 +77,10 @@ DESIGNS: dict[tuple[str, str], Design] = {
             "SOURCES.md (confidence verbalized 0-100) and metacog.data.atlas; the mirror holds no "
             "prompt code")),
     ("battery", "keep_withdraw"): Design(
-        AFTER, "KEEP / WITHDRAW of its own answer (binary)", prompt="Battery tracks T1-T5",
+        AFTER, "KEEP / WITHDRAW of its own answer (binary)", prompt=_BATTERY_TRACKS,
         basis=_BATTERY),
     ("battery", "bet_nobet"): Design(
-        AFTER, "BET / NO-BET on its own answer (binary)", prompt="Battery tracks T1-T5", basis=_BATTERY),
+        AFTER, "BET / NO-BET on its own answer (binary)", prompt=_BATTERY_TRACKS, basis=_BATTERY),
     ("battery", "path_choice"): Design(
         PROSPECTIVE, "ANSWER_DIRECTLY against REQUEST_HINT / DECLINE, chosen before answering",
         prompt="Battery track T6 (72 items)", basis=_BATTERY),

@@ -30,8 +30,9 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "correct": ("float64", "1 if the model's answer to this item was correct, 0 if not, missing if unknown."),
     "parse_status": ("string", "'ok', 'unparseable', 'empty', 'error' (call failed), 'missing', or "
                      "'imputed' (a public log filled in a default where its parser found no "
-                     "confidence; confidence is then missing). Unparseable replies are kept, "
-                     "never dropped."),
+                     "confidence; confidence is then missing), or 'no_answer' (a judgment of an "
+                     "answer the model declined to give, e.g. Battery T6: confidence missing). "
+                     "Unparseable replies are kept, never dropped."),
     "raw_text": ("string", "The full reply text."),
     "reasoning_text": ("string", "The reasoning part of the reply (before the final decision)."),
     "latency_s": ("float64", "Wall-clock seconds for the call (missing when replayed from a public log)."),

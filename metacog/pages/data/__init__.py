@@ -35,6 +35,7 @@ from scipy import stats as sps
 from metacog.stats.intervals import bootstrap_items, proportion_ci
 from metacog.tidy import tables
 from metacog.tidy.report import fmt_ci, fmt_count
+from metacog.tidy.phrasing import join
 from metacog.pages.data.spar import (  # noqa: F401  (re-exported)
     SPAR_PROBES, TEMPERATURE_STATS, spar_coverage, spar_games, spar_left_out, spar_lost_games,
     spar_temperature_sentence, spar_temperature_table, spar_unnamed_variants)
@@ -171,6 +172,25 @@ def track_table(battery: pd.DataFrame, *, n_boot: int = 2000, ci: float = 0.95, 
                      "models": g["model"].nunique(), "rows": r["rows"], "share_confident": r["estimate"],
                      "ci_low": r["ci_low"], "ci_high": r["ci_high"]})
     return pd.DataFrame(rows)
+
+
+def declined_judgments(battery: pd.DataFrame) -> str:
+    """One sentence counting the KEEP/BET judgments recorded for items a model declined to
+    answer (Battery T6; ``parse_status == 'no_answer'``, confidence missing), which no analysis
+    uses, with the model that has most of them."""
+    from metacog.data.battery import NO_ANSWER
+
+    gone = battery[(battery["parse_status"].astype(str) == NO_ANSWER).to_numpy()]
+    if gone.empty:
+        return "No judgment is recorded for an item its model declined to answer."
+    per = gone.groupby(gone["model"].astype(str)).size().sort_values(ascending=False)
+    probes = join(sorted(gone["probe"].astype(str).unique()))
+    top = (f"; {per.index[0]} has {fmt_count(int(per.iloc[0]), 'of them', 'of them')}"
+           if len(per) > 1 else f", all of them {per.index[0]}'s")
+    return (f"Where a model declined to answer a T6 item, the files still record a judgment of "
+            f"the answer ({probes}): {fmt_count(len(gone), 'such judgment')} by "
+            f"{fmt_count(len(per), 'model')}{top}. There is no answer to judge, so they carry no "
+            f"confidence and no analysis uses them.")
 
 
 def mean_overconfidence(per_model_table: pd.DataFrame, *, ci: float = 0.95) -> pd.DataFrame:
@@ -345,8 +365,8 @@ BATTERY_ODD_MODEL = "DeepSeek R1"
 def battery_model_note(battery: pd.DataFrame, model: str = BATTERY_ODD_MODEL) -> str:
     """One sentence on a Battery model's KEEP judgments against its own correctness, split
     into tracks T1-T5 (judgment after answering) and T6 (where a declined item is scored wrong
-    yet still carries the KEEP the file records). Every number is counted from ``battery``;
-    the loader copies ``correct``/``is_correct`` and ``keep_withdraw`` unchanged."""
+    yet the file still records a KEEP, which the loader keeps as its decision with no
+    confidence). Every number is counted from ``battery``."""
     kw = battery[(battery["model"] == model) & (battery["probe"] == "keep_withdraw")]
     if kw.empty:
         return f"Battery has no KEEP/WITHDRAW rows for {model}."
@@ -357,15 +377,17 @@ def battery_model_note(battery: pd.DataFrame, model: str = BATTERY_ODD_MODEL) ->
     choice = battery[(battery["model"] == model) & (battery["probe"] == "path_choice")]
     declined_ids = set(choice.loc[choice["decision"].astype(str) == "DECLINE", "item_id"])
     dec = pro[pro["item_id"].isin(declined_ids)]
-    dec_keep = int((dec["confidence"] == 1).sum())
+    dec_keep = int((dec["decision"].astype(str) == "KEEP").sum())
     dec_right = int((dec["correct"] == 1).sum())
-    r = float(np.corrcoef(kw["confidence"], kw["correct"])[0, 1]) if kw["confidence"].nunique() > 1 \
-        and kw["correct"].nunique() > 1 else float("nan")
+    judged = kw[kw["confidence"].notna()]
+    r = float(np.corrcoef(judged["confidence"], judged["correct"])[0, 1]) \
+        if judged["confidence"].nunique() > 1 and judged["correct"].nunique() > 1 else float("nan")
     r_txt = "undefined" if np.isnan(r) else f"{r:.2f}".replace("-", "−")
     return (f"Battery · {model}: the source files score it right on {int(right.sum())} of "
             f"{len(main)} items in tracks T1–T5 yet record KEEP on only {kept} of those "
             f"{int(right.sum())}, and in T6 it declines {len(dec)} of {len(pro)} items, which are "
-            f"scored wrong ({dec_right} right) while {dec_keep} of them still carry KEEP; so its KEEP "
-            f"correlates r = {r_txt} with its correctness over all {len(kw)} items. The loader copies "
-            f"these columns unchanged: this is how the published files record the model, so a "
+            f"scored wrong ({dec_right} right) while {dec_keep} of them still carry KEEP (left out "
+            f"here: there is no answer to keep); over the {len(judged)} items it judged, its KEEP "
+            f"correlates r = {r_txt} with its correctness. Apart from the judgments of declined "
+            f"items, the loader copies these columns unchanged: this is how the published files record the model, so a "
             f"result it drives describes that record.")
