@@ -108,7 +108,9 @@ def sentence(table: pd.DataFrame, model: str) -> str:
 
     if table is None or not len(table):
         return f"No panel of this run holds {model}, so there is nothing to leave out."
-    out = []
+    out = [f"The table re-decides every verdict of each panel that holds {model} "
+           f"({join(list(dict.fromkeys(table['panel'])))}) with it left out, on the page's resamples and seed; "
+           f"the verdict table above says in each such row whether its verdict changes."]
     for panel, g in table.groupby("panel", sort=False):
         same = g[~g["changes"].astype(bool)]
         moved = g[g["changes"].astype(bool)]
