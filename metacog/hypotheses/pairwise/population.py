@@ -32,12 +32,6 @@ COLUMNS = ["panel", "model", "n_items", "n_correct", "auroc_internal", "auroc_po
 POPULATION_MEAN = "the other models' mean confidence"
 POPULATION_MATCHED = "the other models' mean confidence, binarised at the model's own yes-rate"
 
-#: Why a yes/no judge is compared with a binarised population, one sentence for a page.
-MATCHED_WHY = ("for a yes/no judge the population's mean confidence is cut into yes/no so that it says "
-               "yes on as many items as the model does (the items the other models are surest of, ties "
-               "broken at random), so both sides rank items on two levels at the same yes-rate")
-
-
 def _analyse(confidence_raw: pd.DataFrame, correct: pd.DataFrame, ci: float, min_class: int) -> pd.DataFrame:
     return stats.internal_population(confidence_raw, correct, ci=ci, min_class=min_class)
 
