@@ -159,8 +159,9 @@ def test_third_person_verdict_and_page_table():
     few = t[t["model"].isin(list(C.columns[:3]) + ["mean over models"])]
     assert tp.third_person_verdicts(few)[0].status == INSUFFICIENT
     page = tp.display_third_person(t)
-    assert len(page) == 7 and "(" in page["difference (95% CI)"].iloc[-1]
-    assert "(" not in page["difference (95% CI)"].iloc[0]
+    col = "difference, itself − other people (95% CI for the mean over models only)"
+    assert len(page) == 7 and "(95% CI" in page[col].iloc[-1]
+    assert "(" not in page[col].iloc[0] and "difference (95% CI)" not in page.columns
     assert tp.display_third_person(t.iloc[:0])["result"].iloc[0].startswith("No source")
 
 

@@ -30,6 +30,28 @@ from metacog.tidy.report import PrettyTable, fmt_ci, fmt_count, fmt_num, fmt_ran
 #: verdicts and the pairwise chapter's self-against-other verdict are both judged against.
 SELF_OTHER_MARGIN = 0.02
 
+#: The power a design must have to detect the margin before a null reads "not supported" (the
+#: power chapter's target, ``power_target`` in its manifest).
+TARGET_POWER = 0.8
+
+
+def interval_detectable(ci_low: float, ci_high: float, *, level: float = 0.95,
+                        power: float = TARGET_POWER) -> float:
+    """The effect a two-sided ``level`` test detects with ``power``, read off the width of a
+    ``level`` interval: the standard error is the half-width over z, and the detectable effect is
+    (z + z_power) standard errors (normal approximation). At 95% and 80% power that is about 1.43
+    half-widths. NaN when an end is missing.
+
+    >>> round(interval_detectable(-0.01, 0.01), 4)
+    0.0143
+    """
+    from scipy.stats import norm
+
+    if _nan(ci_low) or _nan(ci_high):
+        return float("nan")
+    z = float(norm.ppf(0.5 + level / 2))
+    return float((ci_high - ci_low) / 2 / z * (z + norm.ppf(power)))
+
 SUPPORTED, NOT_SUPPORTED, INSUFFICIENT = "supported", "not supported", "insufficient evidence"
 DIRECTIONS = ("greater", "less", "differs")
 
@@ -153,10 +175,12 @@ def _check_counts(n: dict, min_counts: dict) -> list[str]:
 def decide(claim: str, statistic: str, estimate: float, ci_low: float, ci_high: float, *,
            line: float = 0.0, direction: str = "greater", n: dict | None = None,
            min_counts: dict | None = None, detectable: float | None = None,
-           margin: float | None = None, level: float = 0.95, digits: int = 3) -> Verdict:
+           margin: float | None = None, level: float = 0.95, digits: int = 3,
+           detectable_from: str = "power analysis") -> Verdict:
     """Decide a claim from an estimate and its ``level`` confidence interval.
 
-    See the module docstring for the rules. ``n`` holds the counts behind the estimate
+    See the module docstring for the rules. ``detectable_from`` says, in the reason, where
+    ``detectable`` comes from. ``n`` holds the counts behind the estimate
     (e.g. {"items": 500, "models": 18}); ``min_counts`` the least each may be
     (e.g. {"positives": 10, "negatives": 10}). Returns a :class:`Verdict` whose ``reason``
     says in plain words why it has its status.
@@ -200,7 +224,7 @@ def decide(claim: str, statistic: str, estimate: float, ci_low: float, ci_high: 
         side = "below" if below else "above"
         return make(NOT_SUPPORTED, f"{iv} lies wholly {side} {ln}, the opposite of the claim",
                     "below" if below else "above")
-    power = (f"the design can detect only effects of {_g(detectable)} or more (power analysis)"
+    power = (f"the design can detect only effects of {_g(detectable)} or more ({detectable_from})"
              if detectable is not None else "")
     if margin is not None:
         lo_ok = direction == "greater" or ci_low > line - margin

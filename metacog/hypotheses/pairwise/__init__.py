@@ -172,6 +172,17 @@ def table(panelset, *, alpha: float = 0.05, unanimous_rule: str = "either", n_pe
 MIN_MODELS = 5
 
 
+def self_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a result table (with a ``timing`` column) whose judgments are a model's about
+    itself: a panel of judgments about other people is the third-person baseline, not a self claim
+    (:func:`metacog.hypotheses.pairwise.population.is_third_person`)."""
+    from metacog.hypotheses.pairwise.population import is_third_person
+
+    if table is None or not len(table) or "timing" not in table.columns:
+        return table
+    return table[[not is_third_person(str(t)) for t in table["timing"]]].reset_index(drop=True)
+
+
 def self_other_claim(panel_subset: str, timing: str) -> str:
     """The self-against-other claim for one panel (and subset), worded for when its judgments were
     made: after answering it is a self-advantage after answering, not paper 1's measurement."""
@@ -182,27 +193,57 @@ def self_other_claim(panel_subset: str, timing: str) -> str:
     return f"{panel_subset}: a model's confidence tracks its own correctness better than other models'"
 
 
+#: Where the detectable effect of a self-minus-other verdict comes from, for its reason.
+DETECTABLE_FROM = "80% power, read off the interval's width"
+
+
 def verdicts(pairwise_table: pd.DataFrame, *, margin: float | None = None) -> list:
     """Per panel and subset: is a model's confidence calibrated to its own correctness better
     than to other models' by at least ``margin`` τ-b (default: the power chapter's smallest
-    excess of interest, :data:`metacog.hypotheses.power.MARGIN`)? Decided with
-    :func:`metacog.hypotheses.verdict.decide_meaningful`: "supported" needs the whole bootstrap
-    interval above the margin; an interval above 0 but wholly inside it is "not supported" (real
-    but too small to matter). Where the judgments are made after answering, the claim is worded
-    as a self-advantage after answering (:func:`self_other_claim`). Paper 1 claims there is none."""
+    excess of interest, :data:`metacog.hypotheses.verdict.SELF_OTHER_MARGIN`)?
+
+    Decided with :func:`metacog.hypotheses.verdict.decide_meaningful` on the bootstrap interval:
+    "supported" needs the whole interval above the margin; "not supported" needs the interval
+    wholly below 0, or its upper end below the margin (an equivalence reading: it rules out a
+    self-advantage of the margin or more) *and* a design that detects an effect of the margin
+    with 80% power, read off the interval's width
+    (:func:`metacog.hypotheses.verdict.interval_detectable`), the power chapter's condition;
+    otherwise "insufficient evidence". Where the judgments are made after answering, the claim is
+    worded as a self-advantage after answering (:func:`self_other_claim`). A panel of judgments
+    about other people is not a self claim and is left out
+    (:func:`metacog.hypotheses.pairwise.population.is_third_person`). Paper 1 claims there is none."""
+    from metacog.hypotheses.pairwise.population import is_third_person
     from metacog.hypotheses.verdict import SELF_OTHER_MARGIN as MARGIN
-    from metacog.hypotheses.verdict import decide_meaningful
+    from metacog.hypotheses.verdict import TARGET_POWER, decide_meaningful, interval_detectable
 
     margin = MARGIN if margin is None else margin
     out = []
     for r in pairwise_table.to_dict("records"):
+        if is_third_person(str(r.get("timing"))):
+            continue
+        lo, hi = r.get("self_minus_other_ci_low", np.nan), r.get("self_minus_other_ci_high", np.nan)
+        det = interval_detectable(lo, hi, power=TARGET_POWER)
         out.append(decide_meaningful(
             self_other_claim(f"{r['panel']}, {r['subset']}", r.get("timing")), "self minus other τ-b",
-            r.get("self_minus_other", np.nan), r.get("self_minus_other_ci_low", np.nan),
-            r.get("self_minus_other_ci_high", np.nan), margin=margin, line=0.0, direction="greater",
+            r.get("self_minus_other", np.nan), lo, hi, margin=margin, line=0.0, direction="greater",
             n={"models": int(r["models"]), "items": int(r["items"])},
-            min_counts={"models": MIN_MODELS, "items": 10}))
+            min_counts={"models": MIN_MODELS, "items": 10},
+            detectable=round(det, 3) if np.isfinite(det) and det > 0 else None,
+            detectable_from=DETECTABLE_FROM))
     return out
+
+
+def verdict_display(verdicts: list, *tables: pd.DataFrame) -> pd.DataFrame:
+    """The verdicts of the page as one table (:func:`metacog.hypotheses.verdict.verdict_table`
+    without ``direction``), with when each was judged first (:func:`timing_of` over ``tables``).
+    A verdict judged against a smallest effect of interest shows it in ``line`` (the line its
+    interval must clear: 0 + margin), not the 0 it starts from."""
+    from metacog.hypotheses.verdict import verdict_table
+
+    shown = verdict_table(verdicts).drop(columns=["direction"])
+    shown["line"] = [v.line + (v.margin if v.margin and v.direction == "greater" else 0.0) for v in verdicts]
+    shown.insert(0, "judged", [timing_of(v.claim, *tables) for v in verdicts])
+    return shown
 
 
 def paper1_comparison(pairwise_table: pd.DataFrame, structure_table: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -349,8 +390,12 @@ def vendor_blocks(panels: list) -> pd.DataFrame:
 
 def rerun_first(panels: list, **settings) -> pd.DataFrame:
     """:func:`analyse` of the first of ``panels`` with other settings (no difficulty control),
-    labelled with its name; an empty result table when there is no panel."""
+    labelled with its name; an empty result table when there is no panel. Give it the page's
+    ``n_boot`` and ``seed``: the self-minus-other interval is then the page's on identical items
+    (the same :func:`bootstrap_taus`, resamples and seed). Remembered on disk (:mod:`metacog.memo`)."""
+    from metacog.memo import memo
+
     if not panels:
         return pd.DataFrame(columns=["panel", "subset", "items", "models", "note"])
     p = panels[0]
-    return analyse(p.confidence, p.correct, control=False, **settings).assign(panel=p.name)
+    return memo(analyse, p.confidence, p.correct, control=False, **settings).assign(panel=p.name)

@@ -21,48 +21,129 @@ from metacog import stats
 #: from the paper (no intervals given).
 PAPER1_AUROC = {"SQuAD": {"gpt-4o": (0.731, 0.751)}, "MMLU-Pro": {"gpt-4o": (0.632, 0.630)}}
 
-#: The columns of :func:`internal_population_table`, panel first.
+#: The columns of :func:`internal_population_table`, panel first. The ``*_matched`` columns hold
+#: the fair variant for a yes/no judge (:func:`matched_population`); they are missing otherwise.
 COLUMNS = ["panel", "model", "n_items", "n_correct", "auroc_internal", "auroc_population", "diff",
-           "ci_low", "ci_high", "se", "p_value", "sufficient", "confidence_scale", "source",
+           "ci_low", "ci_high", "se", "p_value", "sufficient", "judge_binary", "auroc_population_matched",
+           "diff_matched", "ci_low_matched", "ci_high_matched", "confidence_scale", "source",
            "benchmark", "probe", "timing"]
 
+#: What the population's confidence is, per comparison, for a page.
+POPULATION_MEAN = "the other models' mean confidence"
+POPULATION_MATCHED = "the other models' mean confidence, binarised at the model's own yes-rate"
 
 def _analyse(confidence_raw: pd.DataFrame, correct: pd.DataFrame, ci: float, min_class: int) -> pd.DataFrame:
     return stats.internal_population(confidence_raw, correct, ci=ci, min_class=min_class)
+
+
+def matched_population(confidence: pd.DataFrame, correct: pd.DataFrame, *, ci: float = 0.95,
+                       seed: int = 0) -> pd.DataFrame:
+    """Internal against population AUROC made fair for a yes/no judge.
+
+    ``confidence`` holds 0/1 judgments (items x models), ``correct`` 0/1 correctness. For each
+    model, on the items where it has a judgment and a correctness and some other model has a
+    judgment, the population's leave-one-out mean is binarised at the model's own yes-rate: the
+    ``k`` items with the highest mean say yes, where ``k`` is the number of items the model says
+    yes to (ties at the cut broken by a seeded random order). Both predictors then have two
+    levels and the same yes-rate, and DeLong's paired interval compares their AUROCs. One row per
+    model: model, auroc_population_matched, diff_matched, ci_low_matched, ci_high_matched.
+    """
+    from metacog.stats.population import delong_paired
+
+    correct = correct.reindex(index=confidence.index, columns=confidence.columns)
+    C = confidence.to_numpy(dtype=float)
+    Y = correct.to_numpy(dtype=float)
+    present = ~np.isnan(C)
+    total, count = np.nansum(C, axis=1), present.sum(axis=1)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for j, model in enumerate(confidence.columns):
+        own = C[:, j]
+        others_n = count - present[:, j]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pop = np.where(others_n > 0, (total - np.nan_to_num(own)) / others_n, np.nan)
+        use = ~(np.isnan(own) | np.isnan(pop) | np.isnan(Y[:, j]))
+        binar = np.full(own.shape, np.nan)
+        idx = np.flatnonzero(use)
+        k = int(own[idx].sum())
+        tie = rng.permutation(idx.size)
+        order = np.lexsort((tie, -pop[idx]))  # highest mean first, ties in random order
+        b = np.zeros(idx.size)
+        b[order[:k]] = 1.0
+        binar[idx] = b
+        r = delong_paired(Y[:, j], own, binar, ci=ci)
+        rows.append({"model": model, "auroc_population_matched": r["auroc_b"], "diff_matched": r["diff"],
+                     "ci_low_matched": r["ci_low"], "ci_high_matched": r["ci_high"]})
+    return pd.DataFrame(rows, columns=["model", "auroc_population_matched", "diff_matched",
+                                       "ci_low_matched", "ci_high_matched"])
+
+
+def is_third_person(panel_or_timing) -> bool:
+    """Is this panel (or timing) a judgment about other people rather than about the model itself?
+    Such a panel is the third-person baseline (:mod:`metacog.hypotheses.pairwise.third_person`),
+    never a self claim."""
+    from metacog.hypotheses.common import TIMING, panel_timing
+
+    t = panel_or_timing if isinstance(panel_or_timing, str) else panel_timing(panel_or_timing)
+    return t == TIMING["other_confidence"]
 
 
 def internal_population_table(panelset, *, ci: float = 0.95, min_class: int = 10) -> pd.DataFrame:
     """Internal and population AUROC with DeLong's paired interval of internal - population, for
     every model of every panel of ``panelset``: one row per (panel, model) with the columns of
     :data:`COLUMNS`. ``confidence_scale`` says which confidence was ranked: the yes/no judgment
-    itself, or the stated confidence before the book's cut. Remembered on disk (:mod:`metacog.memo`)."""
+    itself, or the stated confidence before the book's cut. For a yes/no judge (``judge_binary``)
+    the ``*_matched`` columns hold the fair variant (:func:`matched_population`), on which its
+    verdict is decided. A panel of judgments about other people (:func:`is_third_person`) is left
+    out: it is the third-person baseline, not a self claim. Remembered on disk (:mod:`metacog.memo`)."""
     from metacog.hypotheses.common import panel_columns
     from metacog.memo import memo
 
     parts = []
     for p in panelset:
+        if is_third_person(p):
+            continue
         res = memo(_analyse, p.confidence_raw, p.correct, ci, min_class)
-        scale = "yes/no judgment" if p.cut == "binary" else "stated confidence (before the cut)"
-        parts.append(res.assign(confidence_scale=scale, **panel_columns(p)))
+        binary = p.cut == "binary"
+        if binary:
+            res = res.merge(memo(matched_population, p.confidence, p.correct, ci=ci), on="model", how="left")
+        scale = "yes/no judgment" if binary else "stated confidence (before the cut)"
+        parts.append(res.assign(judge_binary=binary, confidence_scale=scale, **panel_columns(p)))
     if not parts:
         return pd.DataFrame(columns=COLUMNS)
-    return pd.concat(parts, ignore_index=True)[COLUMNS]
+    return pd.concat(parts, ignore_index=True).reindex(columns=COLUMNS)
+
+
+def decided(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with ``diff``/``ci_low``/``ci_high`` taken from the comparison each row is decided
+    on: the binarised population (``*_matched``) for a yes/no judge, the population's mean
+    otherwise; ``compared_with`` says which (:data:`POPULATION_MATCHED`, :data:`POPULATION_MEAN`)."""
+    t = table.copy()
+    binary = (t["judge_binary"].fillna(False).astype(bool) if "judge_binary" in t.columns
+              else pd.Series(False, index=t.index))
+    for col in ("diff", "ci_low", "ci_high"):
+        if f"{col}_matched" in t.columns:
+            t[col] = np.where(binary, t[f"{col}_matched"], t[col])
+    t["compared_with"] = np.where(binary, POPULATION_MATCHED, POPULATION_MEAN)
+    return t
 
 
 def counts(table: pd.DataFrame) -> pd.DataFrame:
     """Per panel: models, models with enough right and wrong answers (``sufficient``), and among
     those how many have internal clearly above population (interval above 0), clearly below
-    (interval below 0) or an interval that covers 0."""
+    (interval below 0) or an interval that covers 0, on the comparison each panel is decided on
+    (:func:`decided`; ``compared_with`` names it)."""
     rows = []
-    for panel, g in table.groupby("panel", sort=False):
+    for panel, g in decided(table).groupby("panel", sort=False):
         ok = g[g["sufficient"].astype(bool)]
-        rows.append({"panel": panel, "timing": g["timing"].iloc[0], "models": len(g), "sufficient": len(ok),
+        rows.append({"panel": panel, "timing": g["timing"].iloc[0], "compared_with": g["compared_with"].iloc[0],
+                     "models": len(g), "sufficient": len(ok),
                      "internal_above": int((ok["ci_low"] > 0).sum()),
                      "internal_below": int((ok["ci_high"] < 0).sum()),
                      "covers_zero": int(((ok["ci_low"] <= 0) & (ok["ci_high"] >= 0)).sum()),
                      "median_diff": float(ok["diff"].median()) if len(ok) else np.nan})
-    return pd.DataFrame(rows, columns=["panel", "timing", "models", "sufficient", "internal_above",
-                                       "internal_below", "covers_zero", "median_diff"])
+    return pd.DataFrame(rows, columns=["panel", "timing", "compared_with", "models", "sufficient",
+                                       "internal_above", "internal_below", "covers_zero", "median_diff"])
 
 
 def count_sentence(table: pd.DataFrame) -> str:
@@ -81,8 +162,8 @@ def count_sentence(table: pd.DataFrame) -> str:
             continue
         left = r["models"] - n
         out.append(
-            f"In {r['panel']} ({r['timing']}), internal AUROC is clearly above the population's (95% "
-            f"interval above zero) for {r['internal_above']} of the {fmt_count(n, 'model')} with enough "
+            f"In {r['panel']} ({r['timing']}; population: {r['compared_with']}), internal AUROC is clearly "
+            f"above the population's (95% interval above zero) for {r['internal_above']} of the {fmt_count(n, 'model')} with enough "
             f"right and wrong answers, clearly below it for {r['internal_below']}, and not distinguishable "
             f"from it for {r['covers_zero']}; the median difference is {fmt_num(r['median_diff'], 3)}"
             + (f" ({fmt_count(left, 'model')} with fewer than ten of a kind left out)." if left else "."))
@@ -98,15 +179,19 @@ RULE = ("among the models with enough right and wrong answers whose paired 95% i
         "the share with internal AUROC clearly above the population's, with its exact (Clopper-Pearson) "
         "95% interval: supported when the interval lies above one half (more models clearly above than "
         "clearly below), not supported when it lies below one half, insufficient evidence when it "
-        "straddles one half or the panel has too few models")
+        "straddles one half, when no model differs clearly, or when the panel has too few models; "
+        "for a yes/no judge the other models' mean confidence is first binarised at the model's own "
+        "yes-rate, since a two-level judgment ranked against a many-level mean is tilted towards the mean")
 
 
 def verdicts(table: pd.DataFrame) -> list:
     """Per panel, paper 1's per-model test as a decided claim (:data:`RULE`), from :func:`counts`:
     of the sufficient models whose interval excludes 0, the share clearly above the population,
     judged against one half. Per-model intervals are not corrected for the number of models, but
-    chance exclusions fall on both sides alike, so the share is fair. After answering the claim
-    says so (:func:`metacog.hypotheses.pairwise.self_other_claim`'s rule)."""
+    chance exclusions fall on both sides alike, so the share is fair. A yes/no judge is decided on
+    the binarised population (:func:`decided`). A panel of judgments about other people is not
+    decided (:func:`is_third_person`). After answering the claim says so
+    (:func:`metacog.hypotheses.pairwise.self_other_claim`'s rule)."""
     from metacog.hypotheses.pairwise import AFTER, MIN_MODELS
     from dataclasses import replace
 
@@ -116,6 +201,8 @@ def verdicts(table: pd.DataFrame) -> list:
 
     out = []
     for r in counts(table).to_dict("records") if len(table) else []:
+        if is_third_person(str(r["timing"])):
+            continue
         above, below = int(r["internal_above"]), int(r["internal_below"])
         k = above + below
         est, (lo, hi) = (above / k, proportion_ci(above, k, method="exact")) if k else (np.nan, (np.nan, np.nan))
@@ -124,8 +211,12 @@ def verdicts(table: pd.DataFrame) -> list:
                    "share of clearly differing models with internal above population AUROC", est, lo, hi,
                    line=0.5, direction="greater", digits=2, n={"models": int(r["sufficient"])},
                    min_counts={"models": MIN_MODELS})
-        split = (f"internal AUROC is clearly above the population's for {above} and clearly below for "
-                 f"{below} of the {fmt_count(int(r['sufficient']), 'model')} with enough right and wrong answers")
+        split = (f"against {r['compared_with']}, internal AUROC is clearly above the population's for "
+                 f"{above} and clearly below for {below} of the {fmt_count(int(r['sufficient']), 'model')} "
+                 f"with enough right and wrong answers")
+        if k == 0 and v.basis == "missing":
+            v = replace(v, reason="no model differs clearly from the population, so there is no share to "
+                                  "judge against one half")
         out.append(replace(v, reason=f"{split}; {v.reason}"))
     return out
 
@@ -167,6 +258,11 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"model": t["model"], "items": t["n_items"], "correct": t["n_correct"],
                         "internal AUROC": t["auroc_internal"], "population AUROC": t["auroc_population"]})
     out = out.assign(**with_ci(t, "d", "internal − population (95% CI, DeLong paired)", digits=3))
+    if "judge_binary" in t.columns and t["judge_binary"].fillna(False).astype(bool).any():
+        m = t.rename(columns={"diff_matched": "dm", "ci_low_matched": "dm_ci_low", "ci_high_matched": "dm_ci_high"})
+        out["population AUROC, binarised at the model's yes-rate"] = t["auroc_population_matched"]
+        out = out.assign(**with_ci(m, "dm", "internal − binarised population (95% CI, DeLong paired; decides)",
+                                   digits=3))
     out["enough right and wrong answers (≥ 10 each)"] = np.where(t["sufficient"].astype(bool), "yes", "no")
     return out.reset_index(drop=True)
 

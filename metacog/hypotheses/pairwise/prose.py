@@ -44,9 +44,11 @@ def _by_timing(verdicts: list, tables) -> dict:
     return dict(sorted(groups.items(), key=lambda kv: _timing_order(kv[0])))
 
 
-def _clauses(verdicts: list, words: dict, noun: str) -> str:
+def _clauses(verdicts: list, words: dict, noun: str, negative=()) -> str:
     """'<words> 2 of its 3 <noun> (A and B); ...' for the verdicts of ONE timing, every name
-    listed (:func:`metacog.tidy.phrasing.join`, no 'and N more')."""
+    listed (:func:`metacog.tidy.phrasing.join`, no 'and N more'). A status in ``negative`` has
+    words that already deny ('cannot be told in'), so all of two reads 'either of its two', all
+    of more 'any of its n'."""
     from metacog.tidy.phrasing import join
 
     n = len(verdicts)
@@ -57,6 +59,8 @@ def _clauses(verdicts: list, words: dict, noun: str) -> str:
             continue
         if n == 1:
             which = f"its one {noun.rstrip('s')}"
+        elif len(names) == n and status in negative:
+            which = f"either of its two {noun}" if n == 2 else f"any of its {n} {noun}"
         elif len(names) == n:
             which = f"all {n} of its {noun}" if n > 2 else f"both its {noun}"
         else:
@@ -95,9 +99,9 @@ def verdict_paragraph(verdicts: list, third_person: list | None = None, *tables:
         parts = []
         if tau:
             parts.append("on the self minus other τ-b, " + _clauses(tau, after_words if timing == AFTER else tau_words,
-                                                                    "panel-subsets"))
+                                                                    "panel-subsets", (NOT_SUPPORTED, INSUFFICIENT)))
         if auc:
-            parts.append("on paper 1's per-model test, " + _clauses(auc, auc_words, "panels"))
+            parts.append("on paper 1's per-model test, " + _clauses(auc, auc_words, "panels", (INSUFFICIENT,)))
         if parts:
             sentences.append(f"{head}: " + "; ".join(parts) + ".")
     if third_person:

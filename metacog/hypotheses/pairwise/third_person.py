@@ -115,8 +115,9 @@ def display_third_person(table: pd.DataFrame) -> pd.DataFrame:
     from metacog.tidy.report import fmt_num
 
     ci = with_ci(table.rename(columns={"difference": "d", "ci_low": "d_ci_low", "ci_high": "d_ci_high"}),
-                 "d", "difference (95% CI)", digits=3)["difference (95% CI)"]
-    # a model's own row has no interval (the interval is for the mean over models)
-    out["difference (95% CI)"] = [c if m == "mean over models" else fmt_num(d, 3)
-                                  for c, m, d in zip(ci, table["model"], table["difference"])]
+                 "d", "difference", digits=3)["difference"]
+    # only the mean over models has an interval; a model's own row is its point difference
+    out["difference, itself − other people (95% CI for the mean over models only)"] = [
+        c if m == "mean over models" else fmt_num(d, 3)
+        for c, m, d in zip(ci, table["model"], table["difference"])]
     return out
