@@ -97,6 +97,7 @@ def test_page_tables_and_prose_have_no_missing_values():
     for table in (hv.display_fits(rows), hv.display_detectable(rows), hv.display_observed(rows)):
         text = pretty(table).to_string()
         assert "nan" not in text.lower() and len(table) == 2
+    assert "κ at the interval's upper end (a bound)" in hv.display_observed(rows).columns
     para = hv.verdict_paragraph(hw.verdicts(rows), rows)
     assert "p0.8" in para and "nan" not in para.lower()
     q = hv.quantity_table(population(4, 50, seed=0).summary())
@@ -184,3 +185,22 @@ def test_verdict_paragraph_counts_within_each_design():
            "τ-b or more is ruled out in the one panel." in para[pro:after]
     assert ("shows in 2 of the 3 panels (Battery and Cal); an excess above 0 but not shown to exceed 0.02 "
             "in 1 of the 3 panels (Atlas), which is therefore not called supported") in para[after:]
+
+
+def test_verdict_paragraph_says_rules_out_only_where_the_verdict_is_not_supported():
+    """A8: the κ at the upper end of T's interval is a powered exclusion only where the verdict is
+    "not supported"; elsewhere (insufficient evidence) it is worded as a bound."""
+    t = pd.DataFrame([{**_excess_row("Tiny", 0.0, -0.005, 0.01, "prospective", det=0.01),
+                       "ruled_out_kappa": 0.05, "ruled_out_gap": 0.04},
+                      {**_excess_row("Weak", 0.01, -0.01, 0.03, "prospective", det=0.05),
+                       "ruled_out_kappa": 0.18, "ruled_out_gap": 0.10}])
+    tiny, weak = hw.verdicts(t, margin=0.02)
+    assert tiny.status == NOT_SUPPORTED and weak.status == INSUFFICIENT
+    para = hv.verdict_paragraph([tiny, weak], t, margin=0.02)
+    assert "Tiny rules out κ above 0.05 (a latent self-minus-other gap of 0.04)" in para
+    assert "Weak rules out" not in para
+    assert ("the upper end of T's interval is a bound, not an exclusion the design was powered for; in the "
+            "simulator's units it corresponds to κ = 0.18 (a latent self-minus-other gap of 0.10) in Weak") in para
+    alone = hv.verdict_paragraph([weak], t.iloc[[1]], margin=0.02)
+    assert "rules out κ" not in alone
+    assert 'No verdict here is "not supported", so in each panel the upper end of T\'s interval is a bound' in alone

@@ -77,7 +77,8 @@ def display_detectable(power_table: pd.DataFrame, *, kappa_max: float = 1.0) -> 
 def display_observed(power_table: pd.DataFrame, *, kappa_max: float = 1.0) -> pd.DataFrame:
     """The observed statistic per panel: T with its interval, the permutation p-value, the
     mean and p-value of the simulated null without self-knowledge (range over the two fits), the
-    permutation test's false-positive rate in those simulated populations, the kappa T points to and the kappa its interval rules out."""
+    permutation test's false-positive rate in those simulated populations, the kappa T points to and the kappa at its interval's upper end
+    (a bound; it rules that kappa out only where the verdict is "not supported")."""
     t = _analysed(power_table)
     rows = []
     for r in t.to_dict("records"):
@@ -93,7 +94,7 @@ def display_observed(power_table: pd.DataFrame, *, kappa_max: float = 1.0) -> pd
             "simulated-null p": _p_range(ps),
             "permutation false-positive rate": fmt_range(min(fpr), max(fpr), digits=2, sep=" to "),
             "κ that T points to": _kappa_word(r["equiv_kappa"], 2 * kappa_max),
-            "κ ruled out above": _kappa_word(r["ruled_out_kappa"], 2 * kappa_max)})
+            "κ at the interval's upper end (a bound)": _kappa_word(r["ruled_out_kappa"], 2 * kappa_max)})
     out = pd.DataFrame(rows)
     return out.fillna("–") if len(out) else out
 
@@ -163,8 +164,9 @@ def verdict_paragraph(verdicts: list, power_table: pd.DataFrame, *, margin: floa
     """The closing prose, one sentence per design (paper 1's prospective design first; a count
     of panels is made within one design only): where an excess beyond ``margin`` shows, where an
     excess above 0 is not shown to exceed ``margin``, where ``margin`` or more is ruled out, which
-    nulls are too weak to mean anything (the design cannot detect ``margin``), and what each
-    informative panel rules out."""
+    nulls are too weak to mean anything (the design cannot detect ``margin``), and the kappa at
+    the upper end of each panel's interval: "rules out" only where the verdict is "not supported"
+    (a powered exclusion), a bound elsewhere."""
     from metacog.hypotheses.by_design import by_design, design_head
     from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
 
@@ -194,12 +196,26 @@ def verdict_paragraph(verdicts: list, power_table: pd.DataFrame, *, margin: floa
         if other:
             parts.append(f"In {which(other, n, 'panel')} of this design the interval is too wide or the "
                          f"panel too small to decide.")
-    ruled = [f"{r['panel']} rules out κ above {fmt_num(r['ruled_out_kappa'], 2)} (a latent "
-             f"self-minus-other gap of {fmt_num(r['ruled_out_gap'], 2)})"
-             for r in power_table.to_dict("records") if _f(r.get("ruled_out_kappa"))]
+    status = {v.claim.split(":")[0]: v.status for v in verdicts}
+    bounds = [r for r in power_table.to_dict("records") if _f(r.get("ruled_out_kappa"))]
+    ruled = [_kappa_bound(r) for r in bounds if status.get(r["panel"]) == NOT_SUPPORTED]
+    only = [_kappa_bound(r) for r in bounds if status.get(r["panel"]) != NOT_SUPPORTED]
     if ruled:
-        parts.append("In the simulator's units, " + "; ".join(ruled) + ".")
+        parts.append("In the simulator's units, where the verdict is not supported the interval rules out "
+                     "a larger signal: " + "; ".join(f"{p} rules out κ above {k}" for p, k in ruled) + ".")
+    if only:
+        head = ("Elsewhere the upper end of T's interval" if ruled else
+                "No verdict here is \"not supported\", so in each panel the upper end of T's interval")
+        parts.append(head + " is a bound, not an exclusion the design was "
+                     "powered for; in the simulator's units it corresponds to "
+                     + "; ".join(f"κ = {k} in {p}" for p, k in only) + ".")
     return " ".join(parts)
+
+
+def _kappa_bound(r: dict) -> tuple[str, str]:
+    """(panel, "κ (a latent self-minus-other gap of Δ)") at the upper end of T's interval."""
+    gap = f" (a latent self-minus-other gap of {fmt_num(r['ruled_out_gap'], 2)})" if _f(r.get("ruled_out_gap")) else ""
+    return r["panel"], f"{fmt_num(r['ruled_out_kappa'], 2)}{gap}"
 
 
 def observed_sentence(r: dict, *, alpha: float = 0.05) -> str:

@@ -21,7 +21,10 @@ from metacog.hypotheses.common import ChapterResult, chapter_result
 from metacog.hypotheses.by_design import verdict_frame_text as display_verdicts  # noqa: F401
 from metacog.stats.structure import DOMINANCE_RATIO, classify, rank_one
 from metacog.tidy.phrasing import plural
-from metacog.hypotheses.rank_one.display import display_alignment, display_table, ordered_correlations  # noqa: F401
+from metacog.hypotheses.rank_one.display import (adequacy_counts, display_alignment, display_table,  # noqa: F401
+                                                  ordered_correlations, paper1_blocks, paper1_sentence)
+from metacog.hypotheses.rank_one.protocols import (SENSITIVITY_TEMPERATURE, mixed_protocols,  # noqa: F401
+                                                   sensitivity_sentence, temperature_sensitivity)
 
 
 #: Fewer raters than this make a rank-one question meaningless: with two or three columns
@@ -196,6 +199,11 @@ def with_design(t: pd.DataFrame, panelset) -> pd.DataFrame:
     return t
 
 
+#: Draws of paper 1's base-rate-matched null behind the comparison table's null means (the pairwise
+#: chapter's default, so the remembered results are shared).
+N_NULL = 200
+
+
 def mean_tau_table(panelset, *, n_boot: int = 1000, unanimous_rule: str = "either",
                    seed: int = 0) -> pd.DataFrame:
     """Paper 1's pairwise statistics for the comparison table: the pairwise chapter's own
@@ -205,7 +213,8 @@ def mean_tau_table(panelset, *, n_boot: int = 1000, unanimous_rule: str = "eithe
     thing (and the remembered results are shared)."""
     from metacog.hypotheses import pairwise
 
-    return pairwise.table(panelset, n_boot=n_boot, unanimous_rule=unanimous_rule, control=True, seed=seed)
+    return pairwise.table(panelset, n_boot=n_boot, unanimous_rule=unanimous_rule, control=True, n_null=N_NULL,
+                          seed=seed)
 
 
 #: The confidence-performance link "vanishes" when the item positions on the two axes
@@ -367,10 +376,18 @@ def verdict_paragraph(verdicts: list, *tables: pd.DataFrame) -> str:
     return " ".join(parts) if parts else "No panel could be analysed."
 
 
+#: The rotation of :func:`second_factor`'s two-factor solution (psych's default for ``fa``).
+ROTATION = "oblimin"
+
+
 def second_factor(panels: list, top: int = 5) -> pd.DataFrame:
-    """The models loading most on the second factor of a two-factor (varimax) fit of the first
-    panel's tetrachoric matrix: panel, model, loading on factor 1 and on factor 2, strongest
-    second first. With no panel, one row saying so."""
+    """The models loading most on the second factor of a two-factor minres fit of the first
+    panel's tetrachoric matrix, rotated by :data:`ROTATION` (oblique: the two factors may
+    correlate, and after rotation factor 1 is no longer the first eigen-axis): panel, model,
+    loading on rotated factor 1 and factor 2, and the same model's loadings on the unrotated
+    factors ("unrotated 1", the first eigen-axis of the fit, and "unrotated 2"), strongest
+    rotated second loading first. ``attrs`` hold ``rotation`` and ``factor_correlation`` (the
+    rotated factors' correlation). With no panel, one row saying so."""
 
     if not panels:
         return pd.DataFrame({"result": [f"No panel has {MIN_MODELS} or more models."]})
@@ -378,9 +395,16 @@ def second_factor(panels: list, top: int = 5) -> pd.DataFrame:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         tet = stats.tetrachoric(X.loc[:, X.nunique() == 2])
-        fa = stats.factor_analysis(tet.rho, 2)
+        fa = stats.factor_analysis(tet.rho, 2, rotate=ROTATION)
+        plain = stats.factor_analysis(tet.rho, 2, rotate="none")
     L = fa.loadings.copy()
     L.columns = ["factor 1", "factor 2"]
+    U = plain.loadings.copy()
+    U.columns = ["unrotated 1", "unrotated 2"]
+    L = L.join(U)
     order = L["factor 2"].abs().sort_values(ascending=False).index[:top]
-    return L.loc[order].rename_axis("model").reset_index().assign(panel=panels[0].name)[
-        ["panel", "model", "factor 1", "factor 2"]]
+    out = L.loc[order].rename_axis("model").reset_index().assign(panel=panels[0].name)[
+        ["panel", "model", "factor 1", "factor 2", "unrotated 1", "unrotated 2"]]
+    out.attrs["rotation"] = fa.rotation
+    out.attrs["factor_correlation"] = (float(fa.phi.iloc[0, 1]) if fa.phi is not None else 0.0)
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pandas as pd
 
 from metacog import stats
@@ -48,3 +49,91 @@ def display_alignment(alignment_table: pd.DataFrame) -> pd.DataFrame:
     out = out.assign(**with_ci(t, "r_items", "correlation of item positions (95% CI)", digits=2))
     out["not analysed because"] = t["note"].fillna("")
     return out
+
+
+#: The fewest models of a panel that must pass the adequacy gate for its mean pairwise τ-b to be
+#: shown beside paper 1's: one pair of models whose answers carry signal.
+MIN_GATED = 2
+
+
+def adequacy_counts(panelset) -> pd.DataFrame:
+    """The adequacy gate (:func:`metacog.hypotheses.adequacy.adequacy`, on each panel's own rows as
+    :func:`metacog.hypotheses.miscalibration.population.panel_gate` runs it) counted per panel:
+    panel, models, passing, and ``reasons`` (the rules each failing model breaks)."""
+    from metacog.hypotheses.adequacy import failed_rules
+    from metacog.hypotheses.miscalibration.population import panel_gate
+
+    rows = []
+    for p in panelset:
+        g = panel_gate(p)
+        fail = g[~g["carries_signal"].astype(bool)]
+        rows.append({"panel": p.name, "models": len(g), "passing": int(g["carries_signal"].astype(bool).sum()),
+                     "reasons": [f"{r['model']}: {failed_rules(r)}" for r in fail.to_dict("records")]})
+    return pd.DataFrame(rows, columns=["panel", "models", "passing", "reasons"])
+
+
+def paper1_blocks(comparison: pd.DataFrame, gate: pd.DataFrame, *, n_null: int) -> dict:
+    """Paper 1's comparison table (:func:`metacog.hypotheses.pairwise.paper1_comparison`, shown with
+    :func:`~metacog.hypotheses.pairwise.display_comparison`) in two blocks: ``"comparable"``, paper 1's
+    rows with our panels judged when paper 1's were (before answering), and ``"other"``, our panels
+    judged at another time, which paper 1's figures do not describe.
+
+    A column gives how many of each panel's models pass the adequacy gate (``gate``, from
+    :func:`adequacy_counts`); where fewer than :data:`MIN_GATED` pass, the mean τ-b reads
+    "no estimate (models at chance ...)" and the statistics computed from the same pairs are left
+    missing (a page table shows '–').
+    Our base-rate-matched null means are the mean of ``n_null`` simulated draws (the exact null's
+    mean is 0), which the column's name says; paper 1's are its own figures."""
+    from metacog.hypotheses import pairwise as hp
+
+    shown = hp.display_comparison(comparison).reset_index(drop=True)
+    c = comparison.reset_index(drop=True)
+    ours = ~c["data"].astype(str).str.startswith("paper 1:")
+    by_panel = gate.set_index("panel") if len(gate) else pd.DataFrame(columns=["models", "passing"])
+    passing = ["–" if not o or d not in by_panel.index else
+               f"{int(by_panel.at[d, 'passing'])} of {int(by_panel.at[d, 'models'])}"
+               for o, d in zip(ours, c["data"])]
+    at = list(shown.columns).index("models") + 1
+    shown.insert(at, "models passing the adequacy gate", passing)
+    tau = next(col for col in shown.columns if col.startswith("mean τ-b"))
+    blank = [col for col in shown.columns if "null mean" in col or col.startswith("% of pairs significant")]
+    for i, (o, d) in enumerate(zip(ours, c["data"])):
+        if o and d in by_panel.index and int(by_panel.at[d, "passing"]) < MIN_GATED:
+            shown.at[i, tau] = (f"no estimate (models at chance: {int(by_panel.at[d, 'passing'])} of "
+                                f"{int(by_panel.at[d, 'models'])} pass the adequacy gate)")
+            for col in blank:
+                shown.at[i, col] = np.nan  # a page table shows it as '–
+    base = next(col for col in shown.columns if col.startswith(hp.NULL_LABELS["null_base_rate"]))
+    shown = shown.rename(columns={base: f"{base}; ours: mean of {n_null} simulated draws, exact value 0"})
+    paper_timing = set(c.loc[~ours, "timing"])
+    same = c["timing"].isin(paper_timing).to_numpy()
+    return {"comparable": shown[same].reset_index(drop=True),
+            "other": shown[~same].reset_index(drop=True)}
+
+
+def paper1_sentence(comparison: pd.DataFrame, gate: pd.DataFrame, *, n_null: int) -> str:
+    """What the page says under the comparison: which of our panels give no estimate because their
+    models fail the adequacy gate (with the gate's reasons), which means include models that fail
+    it, and how far our simulated null means lie from the exact null's 0."""
+    from metacog.tidy.phrasing import join
+
+    ours = comparison[~comparison["data"].astype(str).str.startswith("paper 1:")]
+    g = gate[gate["panel"].isin(set(ours["data"]))]
+    parts = []
+    none = g[g["passing"] < MIN_GATED]
+    for r in none.to_dict("records"):
+        parts.append(f"In {r['panel']} {r['passing']} of {r['models']} models pass the adequacy gate "
+                     f"({'; '.join(r['reasons'])}), so its row gives no estimate.")
+    some = g[(g["passing"] >= MIN_GATED) & (g["passing"] < g["models"])]
+    if len(some):
+        parts.append("The means of " + join([f"{r['panel']} ({r['passing']} of {r['models']} models pass)"
+                                             for r in some.to_dict("records")])
+                     + " include the pairs of the models that fail the gate.")
+    shown = ours[~ours["data"].isin(set(none["panel"]))]["null_base_rate"].dropna()
+    if len(shown):
+        far = float(shown.abs().max())
+        spread = (f"the draws' means all round to 0.000" if far < 0.0005 else
+                  f"the draws' means lie within {far:.3f} of it, which is simulation noise")
+        parts.append(f"Our base-rate-matched null means are each the mean of {n_null} simulated draws; the exact "
+                     f"null's mean is 0, and {spread}.")
+    return " ".join(parts)
