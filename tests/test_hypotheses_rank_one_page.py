@@ -124,3 +124,28 @@ def test_second_factor_names_its_rotation_and_gives_unrotated_loadings():
     # one planted axis: before rotation every model loads on the first factor
     assert (second["unrotated 1"] > 0.3).all()
     assert np.isfinite(second.attrs["factor_correlation"])
+
+
+def test_a_verdict_the_one_temperature_check_overturns_is_lowered_and_says_why():
+    from metacog.hypotheses import rank_one as hr
+    from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, decide
+
+    a = decide("P: confidence is dominated by one factor", "eig1/eig2", 6.0, 5.2, 7.0, line=4.0,
+               direction="greater", n={"models": 18}, min_counts={"models": 5})
+    b = decide("P: the axes align", "r", 0.2, 0.1, 0.3, line=0.5, direction="greater",
+               n={"models": 18}, min_counts={"models": 5})
+    c = decide("Q: confidence is dominated by one factor", "eig1/eig2", 6.0, 5.2, 7.0, line=4.0,
+               direction="greater", n={"models": 9}, min_counts={"models": 5})
+    assert (a.status, b.status, c.status) == (SUPPORTED, NOT_SUPPORTED, SUPPORTED)
+    only = "temperature 0 only"
+    sens = pd.DataFrame([
+        {"panel": "P", "claim": "confidence is dominated by one factor", "kept": 12, only: "4.68 (95% CI 3.92 to 5.40)",
+         f"status ({only})": INSUFFICIENT, "changes": "yes"},
+        {"panel": "P", "claim": "the axes align", "kept": 12, only: "0.22 (95% CI 0.12 to 0.31)",
+         f"status ({only})": NOT_SUPPORTED, "changes": "no"}])
+    out = hr.temper([a, b, c], sens)
+    assert [v.status for v in out] == [INSUFFICIENT, NOT_SUPPORTED, SUPPORTED]
+    assert "supported on the whole panel" in out[0].reason and "12 models at temperature 0" in out[0].reason
+    assert "4.68 (95% CI 3.92 to 5.40)" in out[0].reason and "mixing sampling temperatures" in out[0].reason
+    assert out[1] is b and out[2] is c
+    assert hr.temper([a], sens.iloc[:0]) == [a]

@@ -23,7 +23,7 @@ from metacog.stats.structure import DOMINANCE_RATIO, classify, rank_one
 from metacog.tidy.phrasing import plural
 from metacog.hypotheses.rank_one.display import (adequacy_counts, display_alignment, display_table,  # noqa: F401
                                                   ordered_correlations, paper1_blocks, paper1_sentence)
-from metacog.hypotheses.rank_one.protocols import (SENSITIVITY_TEMPERATURE, mixed_protocols,  # noqa: F401
+from metacog.hypotheses.rank_one.protocols import (SENSITIVITY_TEMPERATURE, mixed_protocols, temper,  # noqa: F401
                                                    sensitivity_sentence, temperature_sensitivity)
 
 

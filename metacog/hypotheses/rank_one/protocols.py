@@ -163,12 +163,40 @@ def sensitivity_sentence(mixed: pd.DataFrame, sensitivity: pd.DataFrame,
             s += (f"{head} "
                   f"({'; '.join(moves)}). The kept models are fewer, so a change can come from the smaller "
                   f"panel as much as from the temperature; either way the whole panel's "
-                  + (f"verdict there rests on mixing temperatures and is no stronger than this check."
+                  + (f"verdict there rests on mixing temperatures, so the verdict table reads it as "
+                     f"insufficient evidence."
                      if len(changed) == 1 else
-                     f"verdicts there rest on mixing temperatures and are no stronger than this check."))
+                     f"verdicts there rest on mixing temperatures, so the verdict table reads them as "
+                     f"insufficient evidence."))
         else:
             s += ("no verdict changes (each reads as on the whole panel)"
                   + ("; the wordings still differ between models, and this panel cannot separate their effect."
                      if words > 1 else "."))
         parts.append(s)
     return " ".join(parts)
+
+
+def temper(decided: list, sensitivity: pd.DataFrame, temperature: float = SENSITIVITY_TEMPERATURE) -> list:
+    """``decided`` with every verdict that :func:`temperature_sensitivity` overturns lowered to
+    insufficient evidence: a verdict that holds on a panel mixing temperatures but not on its
+    models of one temperature rests on the mix, so it is no stronger than that check. The reason
+    gives both readings; verdicts the check leaves as they were, or already insufficient, are
+    kept unchanged."""
+    from metacog.hypotheses.verdict import INSUFFICIENT
+
+    if not len(sensitivity):
+        return list(decided)
+    only = f"temperature {temperature:g} only"
+    changed = {f"{r['panel']}: {r['claim']}": r for r in sensitivity.to_dict("records")
+               if r["changes"] == "yes"}
+    out = []
+    for v in decided:
+        r = changed.get(v.claim)
+        if r is None or v.status == INSUFFICIENT:
+            out.append(v)
+            continue
+        out.append(replace(v, status=INSUFFICIENT, basis="caveat", reason=(
+            f"{v.status} on the whole panel ({v.reason}), but {r[f'status ({only})']} on its "
+            f"{plural(int(r['kept']), 'model')} at temperature {temperature:g} alone "
+            f"({r[only]}): the verdict rests on mixing sampling temperatures")))
+    return out

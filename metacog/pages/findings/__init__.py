@@ -93,7 +93,11 @@ def _rank_one(p: dict) -> list[Found]:
                          unanimous_rule=p["unanimous_rule"], seed=p["seed"])
     aligned = hr.alignment_table(ps, unanimous_rule=p["unanimous_rule"])
     known = {q.name: q.design for q in ps}
-    return [Found("rank_one", v, *_prefix_design(v.claim, known)) for v in hr.verdicts(structure, aligned)]
+    whole = hr.verdicts(structure, aligned)
+    sensitivity = hr.temperature_sensitivity(ps, whole, n_iter=p["pa_iterations"], reference=p["pa_reference"],
+                                             n_boot=p["n_boot"], unanimous_rule=p["unanimous_rule"],
+                                             seed=p["seed"])
+    return [Found("rank_one", v, *_prefix_design(v.claim, known)) for v in hr.temper(whole, sensitivity)]
 
 
 def _pairwise(p: dict) -> list[Found]:
