@@ -501,7 +501,8 @@ def untestable(table: pd.DataFrame, chapters=None) -> pd.DataFrame:
         elsewhere = t["agreement"].isin(other)
         if len(t) and (decided & ~elsewhere).any():
             continue
-        parts = list(dict.fromkeys(f"{r.panel}: {r.reason}" for r in t[~decided].itertuples()))
+        # each undecided panel's own reason, without the notes the page adds after it
+        parts = list(dict.fromkeys(f"{r.panel}: {r.reason.split('. ', 1)[0]}" for r in t[~decided].itertuples()))
         if (decided & elsewhere).any():
             named = ", ".join(f"{r.panel} ({r.status}; {r.agreement})" for r in t[decided & elsewhere].itertuples())
             parts.append(f"decided only where it is not comparable with the paper: {named}")
