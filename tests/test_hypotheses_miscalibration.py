@@ -264,11 +264,11 @@ def test_damping_verdict_is_gated_and_quotes_the_plain_contrast():
     # a mix: the first model passes the gate, the second answers at chance
     v = hm.hidden_verdicts(table, _two_gate(False, True))
     damp_pass, damp_chance = v[1], v[3]
-    assert damp_pass.status == SUPPORTED and "self-critique against plain (paper 2's contrast)" in damp_pass.reason
+    assert damp_pass.status == SUPPORTED and "against the plain prompt (paper 2's contrast) the change is" in damp_pass.reason
     assert damp_chance.status == INSUFFICIENT
     assert "answers at chance (C0 accuracy 0.48, exact 95% CI 0.39–0.57)" in damp_chance.reason
     assert "0.5B model, where paper 2 probed 7–8B models" in damp_chance.reason
-    assert "self-critique against plain (paper 2's contrast) changes it by −20.0%" in damp_chance.reason
+    assert "against the plain prompt (paper 2's contrast) the change is −20.0%" in damp_chance.reason
     # both at chance: the paragraph quotes each model's own accuracy and never says "all of" two
     text = hm.verdict_paragraph(hm.hidden_verdicts(table, _two_gate(True, True)))
     assert "all of" not in text

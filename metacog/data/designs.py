@@ -14,7 +14,9 @@ panels ask *after answering*. Every panel carries its :class:`Design`, looked up
 - ``basis``: where these facts come from (the loader, the panel's own code in the mirror).
 
 :data:`DESIGNS` holds the facts per (source, probe) for the public logs; recorded runs of the
-local panel share :data:`RUN_DESIGNS` per probe (temperature from ``runs.yml``). A user's own
+local panel share :data:`RUN_DESIGNS` per probe (temperature from ``runs.yml``); a recorded run
+that asks a public panel's protocol (``options.protocol``) takes that panel's design, with the
+temperature and reply cap it was asked with. A user's own
 file has an unknown design unless it carries a ``design`` column (one of :data:`TIMINGS`).
 """
 
@@ -166,6 +168,27 @@ def _prompts(rows: pd.DataFrame | None) -> str | None:
     return ", ".join(v) if v else None
 
 
+def _protocol_design(run, probe: str) -> Design | None:
+    """A recorded run that asks a public panel's protocol (``options: {protocol: ...}`` in
+    ``runs.yml``, recorded by :mod:`metacog.elicit.protocols.record`): the panel's own design for
+    ``probe`` (:data:`DESIGNS`), with the temperature and reply cap the run was asked with (the
+    protocol's, the cap from ``runs.yml`` when it sets one). None for any other run."""
+    import importlib
+
+    name = (run.options or {}).get("protocol")
+    d = DESIGNS.get((name, probe)) if name else None
+    if d is None:
+        return None
+    proto = importlib.import_module(f"metacog.elicit.protocols.{name}").protocol()
+    cap = int(run.max_tokens or proto.max_tokens)
+    capped = (f"max_tokens {cap}" if cap == proto.max_tokens
+              else f"max_tokens {cap} (the panel: {proto.max_tokens})")
+    prompt = f"{d.prompt.split(' (', 1)[0]}, the panel's prompt verbatim; {capped}"
+    return Design(d.timing, d.elicitation, f"{proto.temperature:g}", prompt,
+                  basis=f"data/responses/runs.yml (run {run.name!r}, options.protocol) and "
+                        f"metacog.elicit.protocols.{name}")
+
+
 def _from_column(rows: pd.DataFrame | None) -> Design:
     """A user's file: its ``design`` column when it holds one known timing, else unknown."""
     if rows is None or "design" not in rows:
@@ -205,6 +228,10 @@ def design(source: str, probe: str, rows: pd.DataFrame | None = None) -> Design:
         is_run = runs_file.exists() and name in recorded.runs(runs_file)
     except (OSError, ValueError):
         is_run = False
+    if is_run:
+        asked = _protocol_design(recorded.runs(runs_file)[name], probe)
+        if asked is not None:
+            return asked
     if is_run and probe in RUN_DESIGNS:
         d = RUN_DESIGNS[probe]
         return Design(d.timing, d.elicitation, _run_temperature(name) or "0",

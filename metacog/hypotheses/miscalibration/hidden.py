@@ -220,7 +220,7 @@ def versus_plain(table: pd.DataFrame, model: str) -> str:
     from metacog.tidy.report import fmt_ci
 
     r = _row(table, model, "self_critique - plain")
-    return (f"self-critique against plain (paper 2's contrast) changes it by "
+    return (f"against the plain prompt (paper 2's contrast) the change is "
             f"{fmt_ci(r['estimate'], r['ci_low'], r['ci_high'], digits=1, pct=True)}")
 
 
@@ -258,7 +258,7 @@ def hidden_verdicts(table: pd.DataFrame, gate_table: pd.DataFrame) -> list:
         if guessing:
             d = dataclasses.replace(d, status=INSUFFICIENT, basis="", reason=(
                 f"{why}, so how its hidden state reacts to a self-critique prompt says nothing about a "
-                f"model that knows the answers ({plain})"))
+                f"model that knows the answers; {plain}"))
         else:
             d = dataclasses.replace(d, reason=f"{d.reason}; {plain}")
         out.append(d)

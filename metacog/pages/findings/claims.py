@@ -3,8 +3,16 @@ computed), with where each comes from."""
 
 from __future__ import annotations
 
+from metacog.hypotheses.miscalibration.hidden import PAPER_PROBE_SIZES
 from metacog.hypotheses.pairwise import PAPER1
 from metacog.hypotheses.pairwise.population import PAPER1_AUROC
+
+#: The models paper 2 decides each of its claims on, for the size caveat of a row decided on
+#: another model (typed from paper 2: its policy logs are gpt-4.1-mini's, its probe runs on
+#: three 7–8B open models).
+PAPER2_MODELS = {"p2-gain": "used gpt-4.1-mini", "p2-h-proxy": "used gpt-4.1-mini",
+                 "p2-damping": f"probed {PAPER_PROBE_SIZES} models",
+                 "p2-stable": f"probed {PAPER_PROBE_SIZES} models"}
 
 
 def _paper1(index: int, fmt: str) -> str:
@@ -36,6 +44,15 @@ PAPER_CLAIMS = [
     dict(id="p1-individual", paper="paper 1", chapter="pairwise", match="",
          paper_says="does not hold",
          claim="A model's confidence tracks its own correctness better than other models'",
+         value="no individualised signal: mean pairwise τ-b " + _paper1(0, "{:.3f}")
+               + ", gone once base rates are controlled",
+         where="abstract; §1 (fourth finding, §3.3); the τ-b values from its results table as typed "
+               "in metacog.hypotheses.pairwise.PAPER1",
+         paper_design="prospective yes/no, 20 frontier models"),
+    dict(id="p1-individual-beyond", paper="paper 1", chapter="power", match="beyond base rates",
+         paper_says="does not hold",
+         claim="A model's confidence tracks its own correctness better than other models', beyond "
+               "base rates",
          value="no individualised signal: mean pairwise τ-b " + _paper1(0, "{:.3f}")
                + ", gone once base rates are controlled",
          where="abstract; §1 (fourth finding, §3.3); the τ-b values from its results table as typed "
