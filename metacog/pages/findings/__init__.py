@@ -130,7 +130,7 @@ def _rank_one(p: dict) -> list[Found]:
                          unanimous_rule=p["unanimous_rule"], seed=p["seed"])
     aligned = hr.alignment_table(ps, unanimous_rule=p["unanimous_rule"])
     known = {q.name: q.design for q in ps}
-whole = hr.verdicts(structure, aligned)
+    whole = hr.verdicts(structure, aligned)
     sensitivity = hr.temperature_sensitivity(ps, whole, n_iter=p["pa_iterations"], reference=p["pa_reference"],
                                              n_boot=p["n_boot"], unanimous_rule=p["unanimous_rule"],
                                              seed=p["seed"])
