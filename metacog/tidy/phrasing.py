@@ -207,9 +207,9 @@ def capital(text: str) -> str:
 
 
 def which(names: Iterable, of: int, word: str, plural: str | None = None) -> str:
-    """Which of a group of ``of`` things ``names`` are, reading right at every size: 'all 3
-    models', 'both models', 'the one model', 'none of the 3 models', 'neither model',
-    'no model' (of one), 'no models' (of none), '2 of the 3 models (a and b)'.
+    """Say which members ``names`` of a group of ``of`` things are meant, reading right at
+    every size: 'all 3 models', 'both models', 'the one model', 'none of the 3 models',
+    'neither model', 'no model' (of one), 'no models' (of none), '2 of the 3 models (a and b)'.
 
     >>> which(["p"], 1, "panel"), which([], 1, "panel")
     ('the one panel', 'no panel')
