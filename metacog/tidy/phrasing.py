@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from decimal import Decimal
 from collections.abc import Iterable
 
 MINUS = "\u2212"
@@ -108,13 +109,26 @@ def signed(x, digits: int = 2) -> str:
     return s if s.startswith(MINUS) else "+" + s
 
 
-def percent(x, digits: int = 0) -> str:
-    """A proportion as a percentage: '42%', '7.5%'.
+def percent_digits(x, digits: int = 0) -> str:
+    """The proportion ``x`` as a percentage number with ``digits`` decimals, rounded exactly as
+    ``x`` itself prints with ``digits + 2`` decimals (:func:`number`, the page tables), so one
+    share never reads 52% in prose and 0.53 in a table: 21/40 gives '53', 37/40 '93'.
+    Multiplying by 100 first would round 52.5 to even ('52').
 
-    >>> percent(0.4236), percent(0.075, 1), percent(1)
-    ('42%', '7.5%', '100%')
+    >>> percent_digits(21 / 40), percent_digits(37 / 40), percent_digits(0.125), percent_digits(-0.004, 1)
+    ('53', '93', '12', '-0.4')
     """
-    return MISSING if _missing(x) else _clean(f"{100 * float(x):,.{digits}f}") + "%"
+    return f"{Decimal(f'{float(x):.{digits + 2}f}').scaleb(2):,.{digits}f}"
+
+
+def percent(x, digits: int = 0) -> str:
+    """A proportion as a percentage: '42%', '7.5%', rounded as the same proportion prints as a
+    decimal (:func:`percent_digits`).
+
+    >>> percent(0.4236), percent(0.075, 1), percent(1), percent(21 / 40)
+    ('42%', '7.5%', '100%', '53%')
+    """
+    return MISSING if _missing(x) else _clean(percent_digits(x, digits)) + "%"
 
 
 def span(lo, hi, digits: int = 2, *, sep: str = " to ", fmt=None) -> str:

@@ -50,9 +50,12 @@ def fmt_num(x, digits: int | None = None, *, pct: bool = False) -> str:
     minus, '%' appended when ``pct`` (x is a proportion, shown as a percentage); 'n/a' if missing."""
     if _missing(x):
         return "n/a"
-    x = float(x) * (100 if pct else 1)
     d = (0 if pct else 2) if digits is None else digits
-    s = f"{x:,.{d}f}"
+    if pct:  # rounded as the proportion prints as a decimal: 21/40 is 53% and 0.53, never 52%
+        from metacog.tidy.phrasing import percent_digits
+        s = percent_digits(x, d)
+    else:
+        s = f"{float(x):,.{d}f}"
     if float(s.replace(",", "")) == 0:
         s = s.lstrip("-")  # no "-0.00"
     return s.replace("-", MINUS) + ("%" if pct else "")
