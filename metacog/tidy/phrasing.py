@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal, localcontext
 from collections.abc import Iterable
 
 MINUS = "\u2212"
@@ -60,7 +60,7 @@ def number(x, digits: int = 2) -> str:
         return MISSING
     if isinstance(x, numbers.Integral):
         return _clean(f"{int(x):,d}")
-    return _clean(f"{float(x):,.{digits}f}")
+    return _clean(fixed(x, digits, comma=True))
 
 
 def count(n) -> str:
@@ -109,16 +109,32 @@ def signed(x, digits: int = 2) -> str:
     return s if s.startswith(MINUS) else "+" + s
 
 
+def fixed(x, digits: int = 2, *, comma: bool = False) -> str:
+    """``x`` with ``digits`` decimals, halves rounded up (away from zero) on the number as it
+    reads (its shortest decimal form), not on its binary value: 7/40 = 0.175 gives '0.18' and
+    21/40 = 0.525 '0.53' (f-strings give '0.17' and '0.53'). Every number, percentage and table
+    cell of the book rounds through here, so one share never prints two ways. ``comma`` adds
+    thousands separators.
+
+    >>> fixed(7 / 40), fixed(0.525), fixed(0.125), fixed(-0.125), fixed(1234.5, 0, comma=True)
+    ('0.18', '0.53', '0.13', '-0.13', '1,235')
+    """
+    with localcontext(Context(prec=100)):
+        q = Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return f"{q:{',' if comma else ''}.{digits}f}"
+
+
 def percent_digits(x, digits: int = 0) -> str:
     """The proportion ``x`` as a percentage number with ``digits`` decimals, rounded exactly as
-    ``x`` itself prints with ``digits + 2`` decimals (:func:`number`, the page tables), so one
-    share never reads 52% in prose and 0.53 in a table: 21/40 gives '53', 37/40 '93'.
-    Multiplying by 100 first would round 52.5 to even ('52').
+    ``x`` prints with ``digits + 2`` decimals (:func:`fixed`), so one share never reads 52% in
+    prose and 0.53 in a table.
 
-    >>> percent_digits(21 / 40), percent_digits(37 / 40), percent_digits(0.125), percent_digits(-0.004, 1)
-    ('53', '93', '12', '-0.4')
+    >>> percent_digits(21 / 40), percent_digits(37 / 40), percent_digits(7 / 40), percent_digits(-0.004, 1)
+    ('53', '93', '18', '-0.4')
     """
-    return f"{Decimal(f'{float(x):.{digits + 2}f}').scaleb(2):,.{digits}f}"
+    with localcontext(Context(prec=100)):
+        q = Decimal(repr(float(x))).scaleb(2).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return f"{q:,.{digits}f}"
 
 
 def percent(x, digits: int = 0) -> str:

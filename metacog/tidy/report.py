@@ -55,7 +55,8 @@ def fmt_num(x, digits: int | None = None, *, pct: bool = False) -> str:
         from metacog.tidy.phrasing import percent_digits
         s = percent_digits(x, d)
     else:
-        s = f"{float(x):,.{d}f}"
+        from metacog.tidy.phrasing import fixed
+        s = fixed(x, d, comma=True)
     if float(s.replace(",", "")) == 0:
         s = s.lstrip("-")  # no "-0.00"
     return s.replace("-", MINUS) + ("%" if pct else "")
@@ -179,6 +180,8 @@ class PrettyTable(pd.DataFrame):
 
 
 def _fmt_float_col(col: pd.Series, digits: int, name: str) -> pd.Series:
+    from metacog.tidy.phrasing import fixed
+
     vals = col.to_numpy(dtype=float)
     fin = vals[np.isfinite(vals)]
     if str(name).startswith("pct") or str(name).endswith("pct"):
@@ -194,7 +197,7 @@ def _fmt_float_col(col: pd.Series, digits: int, name: str) -> pd.Series:
         if not np.isfinite(v):
             out.append("–" if np.isnan(v) else ("∞" if v > 0 else MINUS + "∞"))
             continue
-        s = f"{v:{sep}.{d}f}"
+        s = fixed(v, d, comma=bool(sep))
         if float(s.replace(",", "")) == 0:
             s = s.lstrip("-")
         out.append(s.replace("-", MINUS))
