@@ -242,6 +242,14 @@ def test_damping_by_length_states_both_sizes_instead_of_as_much():
     assert alike.endswith("by 11%, self-critique by 12%, and the data cannot tell the two apart")
 
 
+def test_damping_says_a_rise_and_names_no_model():
+    # an interval wholly above zero is a rise, not "does not damp"; the caller names the model
+    up = hm.damping(_contrasts((0.074, 0.03, 0.12), (0.01, -0.02, 0.04), (0.06, 0.02, 0.1)), "m")
+    assert up == "self-critique raises the perturbation, by 7%"
+    flat = hm.damping(_contrasts((0.02, -0.03, 0.07), (0.01, -0.02, 0.04), (0.01, -0.02, 0.05)), "m")
+    assert flat == "self-critique does not damp the perturbation"
+
+
 def test_probe_chance_sentence_agrees_with_one_model():
     gate = pd.DataFrame({"model": ["local/a", "local/b"], "at_chance": [True, False],
                          "accuracy": [0.52, 0.81]})
@@ -313,3 +321,30 @@ def test_policy_frames_keep_complete_items_and_add_p_yes_answerers_only_when_ask
     g = hm.gate(read.frames[str(path)]).set_index("model")
     assert g.loc["yes-sayer", "at_chance"] and not g.loc["yes-sayer · P(Yes)", "at_chance"]
     assert set(read.p_yes["probe"]) == {"c0", "c1", "c2"}
+
+
+def test_a_panel_of_one_domain_shows_no_all_items_row_that_repeats_it():
+    conf, correct, dom = population(seed=5)
+    one = dom.map(lambda d: "history")  # every item in one domain
+    res = hpop.analyse(conf, correct, one, threshold=0.8, n_boot=50, n_perm=9).assign(panel="one")
+    assert list(res["domain"]) == ["history", hpop.ALL]  # the verdicts still read the all-items row
+    for shown in (hpop.display_cooccurrence(res), hpop.display_shares(res)):
+        assert list(shown["domain"]) == ["history"]
+    several = hpop.analyse(conf, correct, dom, threshold=0.8, n_boot=50, n_perm=9).assign(panel="many")
+    both = pd.concat([res, several], ignore_index=True)
+    shown = hpop.display_cooccurrence(both)
+    assert hpop.ALL not in set(shown.loc[shown["panel"] == "one", "domain"])
+    assert hpop.ALL in set(shown.loc[shown["panel"] == "many", "domain"])
+
+
+def test_complete_items_note_says_for_at_least_one_model_only_with_several_models():
+    from metacog.hypotheses.miscalibration.answerers import complete_items
+
+    one = policy_rows("m")
+    one = one[~((one["probe"] == "c2") & (one["item_id"] >= "q100"))]
+    _, notes = complete_items({"run": one})
+    assert notes == ["run: 100 items of the 120 carry an answer under all three policies; the policy audit uses those."]
+    other = policy_rows("k")
+    other = other[~((other["probe"] == "c2") & (other["item_id"] >= "q110"))]
+    _, notes = complete_items({"run": pd.concat([one, other])})
+    assert "under all three policies for at least one model;" in notes[0]

@@ -158,3 +158,18 @@ def test_self_advantage_is_self_minus_mean_other_per_judge():
     assert adv.loc["a", "advantage"] == pytest.approx(0.4)
     assert adv.loc["b", "advantage"] == pytest.approx(0.1)
     assert bool(adv.loc["a", "judge_reasoning"]) and not bool(adv.loc["b", "judge_reasoning"])
+
+
+def test_added_flags_sentence_counts_the_added_texts_by_label():
+    # Exercise 33 said the numbered-step cue fires on "several" legal analyses labelled yes; the
+    # sentence is now counted from the hand labels
+    from metacog.hypotheses.shortcut import detect
+
+    texts = pd.Series(["1. a\n2. b\n", "x = 3", "1. c\n2. d\n", "3 * 4 = 12"])
+    truth = [1, 0, 0, 1]
+    low = detect.detect_inline_solving(texts, threshold=1.0)
+    high = detect.detect_inline_solving(texts)
+    s = detect.added_flags_sentence(truth, low, high, 1.0)
+    assert s == ('Threshold 1 adds 3 flagged texts: 1 we labelled "yes" (cues: numbered_steps on 1) and '
+                 '2 we labelled "no" (cues: assignment on 1, numbered_steps on 1).')
+    assert detect.added_flags_sentence(truth, high, high, 2.0).endswith("flags no text that the default threshold does not.")

@@ -128,3 +128,22 @@ def test_paragraph_sets_the_twins_beside_a_supported_judge_comparison():
     account = decide(f"{label}: the symbolic-shortcut account (twin pairs)", "d", 0.03, -0.03, 0.08)
     text = sd.verdict_paragraph([account], [judge, twin])
     assert "Nor do the same-weight twins" in text and "−0.010 to 0.110" in text
+
+
+def test_a_mean_over_no_pair_says_why_in_left_out_because():
+    # the only same-weight pair is near-constant: the verdict's row averages nothing and says why
+    t = _table([0.05, -0.8], exact=[False, True], flat=["m1"])
+    assert t.loc[t["pair"] == st.SAME, "pairs"].max() == 0
+    shown = sd.display_twins(t).set_index("pair")
+    assert shown.at[st.SAME, "left out because"] == "its only same-weight pair is left out (its own row says why)"
+    assert shown.at[st.ALL_PAIRS, "left out because"] == "–"  # it averages the related pair
+    none = sd.display_twins(_table([0.05], exact=[False])).set_index("pair")
+    assert none.at[st.SAME, "left out because"] == "no same-weight pair in this panel"
+
+
+def test_design_sentence_names_the_prospective_sources_instead_of_pointing_at_counts():
+    flags = pd.DataFrame({"panel": ["spar · prospective", "atlas · verbal"],
+                          "timing": ["prospective", "after answering"]})
+    s = sd.design_sentence(flags, [])
+    assert "see the counts above" not in s
+    assert "No prospective source (spar · prospective) decides any claim here" in s

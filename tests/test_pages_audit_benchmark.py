@@ -190,3 +190,41 @@ def test_format_sentences_never_call_a_kept_model_left_out():
     s = bp.stricter_format_sentence(models, models, [], 0.8, 0.95)
     assert "at 0.95 no model reaches the threshold, so none is left out" in s and "leaves out" not in s
     assert "leaves out b" in bp.stricter_format_sentence(models, models, ["org/a"], 0.8, 0.95)
+
+
+def _yes_sayer_with_p_yes(n=120, seed=4):
+    """C0/C1/C2 rows of a model that says Yes to everything while its first-token P(Yes) knows."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        gold_yes = i % 2 == 1
+        for probe in ("c0", "c1", "c2"):
+            p = 1 / (1 + np.exp(-(3 + 2 * (2 * gold_yes - 1) + rng.normal(0, 1))))
+            rows.append(dict(model="yes-sayer", item_id=f"q{i:03d}", probe=probe, domain=f"d{i % 6}",
+                             benchmark="audit", decision="yes", confidence=0.9, p_yes=p,
+                             correct=float(gold_yes), parse_status="ok"))
+    return pd.DataFrame(rows)
+
+
+def test_audit_notice_says_where_the_p_yes_reading_passes_and_claims_name_their_source(tmp_path):
+    paths = []
+    for name in ("a.csv", "b.csv"):
+        paths.append(str(tmp_path / name))
+        _yes_sayer_with_p_yes().to_csv(paths[-1], index=False)
+    res = ap.analyse_sources(paths)
+    assert not res["gate"]["carries_signal"].any()  # its words say Yes to everything
+    p_yes = ap.p_yes_gate(paths)
+    assert list(p_yes["source"]) == ["a.csv", "b.csv"] and p_yes["carries_signal"].all()
+    notice = ap.no_signal_notice(res["gate"], p_yes)
+    assert notice.startswith("```{warning}\nNo model on this page passes the adequacy gate")
+    assert "The first-token P(Yes) is another matter" in notice
+    assert "it passes the gate for yes-sayer on a.csv (" in notice and "yes-sayer on b.csv (" in notice
+    assert "· P(Yes) on" not in notice  # the sentence already says it is the P(Yes)
+    failing = ap.p_yes_gate_sentence(p_yes.assign(carries_signal=False))
+    assert failing.endswith("fails the gate too, for both answerers.")
+    assert ap.p_yes_gate_sentence(p_yes.iloc[:0]) == "" and ap.p_yes_gate_sentence(None) == ""
+    claims = [v.claim for v in res["verdicts"]]
+    assert "yes-sayer under C0 on a.csv: overconfident on average" in claims
+    assert "yes-sayer under C0 on b.csv: overconfident on average" in claims
+    one = ap.analyse_sources(paths[:1])
+    assert "yes-sayer under C0: overconfident on average" in [v.claim for v in one["verdicts"]]

@@ -104,3 +104,20 @@ def test_percent_and_pvalue():
     assert ph.pvalue(2e-5) == "p < 0.001"
     assert ph.pvalue(2e-5, 4) == "p < 0.0001"
     assert ph.pvalue(None) == "p = n/a"
+
+
+def test_a_share_rounds_the_same_as_a_percentage_and_as_a_decimal():
+    # 21/40 printed '52%' in prose and '0.53' in the table beside it (review 2, C19)
+    import pandas as pd
+
+    from metacog.tidy import phrasing
+    from metacog.tidy.report import fmt_num, pretty
+
+    for n in (8, 40, 132, 534):
+        for k in range(n + 1):
+            x = k / n
+            dec = phrasing.number(x, 2)
+            assert phrasing.percent(x) == f"{int(dec.replace('.', ''))}%", (k, n)
+            assert fmt_num(x, pct=True) == phrasing.percent(x)
+            assert pretty(pd.DataFrame({"share": [x, 0.5001]}), digits=2).iloc[0, 0] == dec
+    assert phrasing.percent(21 / 40) == "53%" and fmt_num(37 / 40, pct=True) == "93%"

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
@@ -155,7 +157,8 @@ def analyse_sources(sources: list[str], *, n_bins: int = 10, strategy: str = "un
     """Every audit table for every source with c0/c1/c2 policies, stacked with ``source`` and
     ``policy`` columns: keys 'gate' (:func:`metacog.pages.benchmark.model_gate` per policy),
     'scores' (:func:`audit_scores`), 'calibration' (:func:`overconfidence`), 'verdicts' (a list
-    of :class:`Verdict`: knowledge, confidence, overconfidence), 'responses' ({source: rows})
+    of :class:`Verdict`: knowledge, confidence, overconfidence; with several sources each claim
+    names its source: 'm under C0 on run: ...'), 'responses' ({source: rows})
     and 'skipped' ({source: why it has no audit policies}). A source is named as a page names
     it (:func:`metacog.data.responses.source_name`): a file by its file name, never its folder."""
     from metacog.pages.benchmark import model_gate
@@ -178,7 +181,10 @@ def analyse_sources(sources: list[str], *, n_bins: int = 10, strategy: str = "un
             cal = overconfidence(df, pol, n_bins=n_bins, strategy=strategy)
             for key, t in (("gate", gate), ("scores", sc), ("calibration", cal)):
                 out[key].append(t.assign(source=src, policy=pol.upper()))
-            out["verdicts"] += audit_verdicts(sc, pol) + overconfidence_verdicts(cal, pol)
+            decided = audit_verdicts(sc, pol) + overconfidence_verdicts(cal, pol)
+            if len(sources) > 1:  # the same model under the same policy can come from two sources
+                decided = [dataclasses.replace(v, claim=v.claim.replace(":", f" on {src}:", 1)) for v in decided]
+            out["verdicts"] += decided
     for key in ("gate", "scores", "calibration"):
         out[key] = pd.concat(out[key], ignore_index=True) if out[key] else pd.DataFrame()
     return out
@@ -222,10 +228,52 @@ OVERCONFIDENCE_EXEMPT = (
     "for every model, at chance or not, and says nothing about whether the model knows what it knows.")
 
 
-def no_signal_notice(gate: pd.DataFrame) -> str:
+def p_yes_gate(sources, *, seed: int = 0) -> pd.DataFrame:
+    """The adequacy gate of each model's first-token P(Yes) read as an answer, exactly as the
+    miscalibration chapter reads it (:func:`metacog.hypotheses.miscalibration.policy_frames` with
+    ``read_p_yes``: C0 answers on the items asked under all three policies, folds drawn from
+    ``seed``). One row per source and P(Yes) answerer: source, model, items, accuracy, ci_low,
+    ci_high, carries_signal; empty when no source holds the three policies with a P(Yes)."""
+    from metacog.data.responses import source_name
+    from metacog.hypotheses import miscalibration as hm
+    from metacog.hypotheses.miscalibration.answerers import is_p_yes
+
+    columns = ["source", "model", "items", "accuracy", "ci_low", "ci_high", "carries_signal"]
+    parts = []
+    for src, df in hm.policy_frames(list(sources), read_p_yes=True, seed=seed).frames.items():
+        g = hm.gate(df)
+        g = g[g["model"].map(is_p_yes)]
+        if len(g):
+            parts.append(g.assign(source=source_name(src))[columns])
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+
+
+def p_yes_gate_sentence(p_yes: pd.DataFrame | None) -> str:
+    """What the gate makes of the first-token P(Yes) read as an answer (:func:`p_yes_gate`), for
+    the notice: which answerers pass it, on which source, with their accuracy; '' when no
+    source has a P(Yes) answerer."""
+    from metacog.stats.p_yes import LABEL
+    from metacog.tidy.phrasing import join, number, span, which
+
+    if p_yes is None or not len(p_yes):
+        return ""
+    how = ("read as an answer, as the {doc}`miscalibration` chapter reads it (C0, on the items asked "
+           "under all three policies)")
+    passing = p_yes[p_yes["carries_signal"].astype(bool)]
+    if not len(passing):
+        return (f"The first-token P(Yes), {how}, fails the gate too, for "
+                f"{which(list(p_yes['model']), len(p_yes), 'answerer')}.")
+    where = [f"{short_model(r['model'][: -len(LABEL)])} on {r['source']} ({number(r['accuracy'])} of "
+             f"{r['items']} items right, {span(r['ci_low'], r['ci_high'])})" for r in passing.to_dict("records")]
+    return (f"The first-token P(Yes) is another matter: {how}, it passes the gate for {join(where)}. "
+            f"That chapter's tests of paper 2 use the answerers that pass.")
+
+
+def no_signal_notice(gate: pd.DataFrame, p_yes: pd.DataFrame | None = None) -> str:
     """A MyST warning for the top of the page when no model passes the gate under any policy
     ('' when one does), as on the benchmark pages (:func:`metacog.pages.benchmark.gate.no_signal_notice`):
-    no verdict on knowledge or on confidence tracking it, the overconfidence exemption, and
+    no verdict on knowledge or on confidence tracking it, the overconfidence exemption, what the
+    gate makes of the first-token P(Yes) read as an answer (``p_yes``, :func:`p_yes_gate`), and
     which rule each model fails under each policy."""
     from metacog.hypotheses.adequacy import failed_rules
 
@@ -235,6 +283,8 @@ def no_signal_notice(gate: pd.DataFrame) -> str:
             "page draws no verdict about any model's metacognition: its tables show what was "
             "measured, and every claim that confidence tracks correctness is held back. "
             + OVERCONFIDENCE_EXEMPT)
+    extra = p_yes_gate_sentence(p_yes)
+    head += (" " + extra) if extra else ""
     if not len(gate):
         return warning(head + "\n\nNo model has graded answers.")
     lines = []

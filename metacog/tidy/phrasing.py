@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from decimal import ROUND_HALF_UP, Context, Decimal, localcontext
 from collections.abc import Iterable
 
 MINUS = "\u2212"
@@ -59,7 +60,7 @@ def number(x, digits: int = 2) -> str:
         return MISSING
     if isinstance(x, numbers.Integral):
         return _clean(f"{int(x):,d}")
-    return _clean(f"{float(x):,.{digits}f}")
+    return _clean(fixed(x, digits, comma=True))
 
 
 def count(n) -> str:
@@ -108,13 +109,42 @@ def signed(x, digits: int = 2) -> str:
     return s if s.startswith(MINUS) else "+" + s
 
 
-def percent(x, digits: int = 0) -> str:
-    """A proportion as a percentage: '42%', '7.5%'.
+def fixed(x, digits: int = 2, *, comma: bool = False) -> str:
+    """``x`` with ``digits`` decimals, halves rounded up (away from zero) on the number as it
+    reads (its shortest decimal form), not on its binary value: 7/40 = 0.175 gives '0.18' and
+    21/40 = 0.525 '0.53' (f-strings give '0.17' and '0.53'). Every number, percentage and table
+    cell of the book rounds through here, so one share never prints two ways. ``comma`` adds
+    thousands separators.
 
-    >>> percent(0.4236), percent(0.075, 1), percent(1)
-    ('42%', '7.5%', '100%')
+    >>> fixed(7 / 40), fixed(0.525), fixed(0.125), fixed(-0.125), fixed(1234.5, 0, comma=True)
+    ('0.18', '0.53', '0.13', '-0.13', '1,235')
     """
-    return MISSING if _missing(x) else _clean(f"{100 * float(x):,.{digits}f}") + "%"
+    with localcontext(Context(prec=100)):
+        q = Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return f"{q:{',' if comma else ''}.{digits}f}"
+
+
+def percent_digits(x, digits: int = 0) -> str:
+    """The proportion ``x`` as a percentage number with ``digits`` decimals, rounded exactly as
+    ``x`` prints with ``digits + 2`` decimals (:func:`fixed`), so one share never reads 52% in
+    prose and 0.53 in a table.
+
+    >>> percent_digits(21 / 40), percent_digits(37 / 40), percent_digits(7 / 40), percent_digits(-0.004, 1)
+    ('53', '93', '18', '-0.4')
+    """
+    with localcontext(Context(prec=100)):
+        q = Decimal(repr(float(x))).scaleb(2).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
+    return f"{q:,.{digits}f}"
+
+
+def percent(x, digits: int = 0) -> str:
+    """A proportion as a percentage: '42%', '7.5%', rounded as the same proportion prints as a
+    decimal (:func:`percent_digits`).
+
+    >>> percent(0.4236), percent(0.075, 1), percent(1), percent(21 / 40)
+    ('42%', '7.5%', '100%', '53%')
+    """
+    return MISSING if _missing(x) else _clean(percent_digits(x, digits)) + "%"
 
 
 def span(lo, hi, digits: int = 2, *, sep: str = " to ", fmt=None) -> str:
@@ -207,9 +237,9 @@ def capital(text: str) -> str:
 
 
 def which(names: Iterable, of: int, word: str, plural: str | None = None) -> str:
-    """Which of a group of ``of`` things ``names`` are, reading right at every size: 'all 3
-    models', 'both models', 'the one model', 'none of the 3 models', 'neither model',
-    'no model' (of one), 'no models' (of none), '2 of the 3 models (a and b)'.
+    """Say which members ``names`` of a group of ``of`` things are meant, reading right at
+    every size: 'all 3 models', 'both models', 'the one model', 'none of the 3 models',
+    'neither model', 'no model' (of one), 'no models' (of none), '2 of the 3 models (a and b)'.
 
     >>> which(["p"], 1, "panel"), which([], 1, "panel")
     ('the one panel', 'no panel')

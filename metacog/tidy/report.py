@@ -50,9 +50,13 @@ def fmt_num(x, digits: int | None = None, *, pct: bool = False) -> str:
     minus, '%' appended when ``pct`` (x is a proportion, shown as a percentage); 'n/a' if missing."""
     if _missing(x):
         return "n/a"
-    x = float(x) * (100 if pct else 1)
     d = (0 if pct else 2) if digits is None else digits
-    s = f"{x:,.{d}f}"
+    if pct:  # rounded as the proportion prints as a decimal: 21/40 is 53% and 0.53, never 52%
+        from metacog.tidy.phrasing import percent_digits
+        s = percent_digits(x, d)
+    else:
+        from metacog.tidy.phrasing import fixed
+        s = fixed(x, d, comma=True)
     if float(s.replace(",", "")) == 0:
         s = s.lstrip("-")  # no "-0.00"
     return s.replace("-", MINUS) + ("%" if pct else "")
@@ -176,6 +180,8 @@ class PrettyTable(pd.DataFrame):
 
 
 def _fmt_float_col(col: pd.Series, digits: int, name: str) -> pd.Series:
+    from metacog.tidy.phrasing import fixed
+
     vals = col.to_numpy(dtype=float)
     fin = vals[np.isfinite(vals)]
     if str(name).startswith("pct") or str(name).endswith("pct"):
@@ -191,7 +197,7 @@ def _fmt_float_col(col: pd.Series, digits: int, name: str) -> pd.Series:
         if not np.isfinite(v):
             out.append("–" if np.isnan(v) else ("∞" if v > 0 else MINUS + "∞"))
             continue
-        s = f"{v:{sep}.{d}f}"
+        s = fixed(v, d, comma=bool(sep))
         if float(s.replace(",", "")) == 0:
             s = s.lstrip("-")
         out.append(s.replace("-", MINUS))

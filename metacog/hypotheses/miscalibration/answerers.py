@@ -30,9 +30,11 @@ def complete_items(frames: dict) -> tuple[dict, list[str]]:
         kept = df[n_pol == len(POLICIES)].reset_index(drop=True)
         before, after = df["item_id"].nunique(), kept["item_id"].nunique()
         if after < before:
+            several = df["model"].nunique() > 1
             notes.append(f"{_name(source)}: {phrasing.plural(after, 'item')} of the "
                          f"{phrasing.count(before)} {phrasing.verb(after, 'carries', 'carry')} an answer under all "
-                         f"three policies for at least one model; the policy audit uses those.")
+                         f"three policies{' for at least one model' if several else ''}; the policy audit "
+                         f"uses those.")
         if len(kept):
             out[source] = kept
         else:

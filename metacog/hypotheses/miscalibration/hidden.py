@@ -148,13 +148,15 @@ def _row(table: pd.DataFrame, model: str, contrast: str) -> pd.Series:
 
 def damping(table: pd.DataFrame, model: str) -> str:
     """What self-critique does to the perturbation on ``model``, judged on the intervals of
-    :func:`hidden_table`: no damping, damping that prompt length alone explains, or damping
-    beyond length."""
+    :func:`hidden_table`: a rise, no damping, damping that prompt length alone explains, or
+    damping beyond length. The caller names the model ("On m, ...")."""
     sc = _row(table, model, "self_critique - plain")
     lc = _row(table, model, "length_control - plain")
     beyond = _row(table, model, "self_critique - length_control")
+    if sc["ci_low"] > 0:
+        return f"self-critique raises the perturbation, by {percent(sc['estimate'])}"
     if not sc["ci_high"] < 0:
-        return "self-critique does not damp the perturbation on this model"
+        return "self-critique does not damp the perturbation"
     if beyond["ci_high"] < 0:
         return "self-critique damps the perturbation by more than its length alone"
     if lc["ci_high"] < 0:

@@ -213,12 +213,22 @@ def verdicts(results: pd.DataFrame) -> list:
     return out
 
 
+def _shown(results: pd.DataFrame) -> pd.DataFrame:
+    """``results`` without the "all items" row of a panel analysed on one domain only: that row
+    repeats the domain's row under a name that promises more."""
+    if results.empty or "panel" not in results:
+        return results
+    domains = results[results["domain"] != ALL].groupby("panel")["domain"].nunique()
+    single = domains[domains == 1].index
+    return results[~((results["domain"] == ALL) & results["panel"].isin(single))]
+
+
 def display_shares(results: pd.DataFrame) -> pd.DataFrame:
     """Per panel and domain: answers, errors, confident errors, and the two OCW shares with
-    their intervals in words."""
+    their intervals in words (no "all items" row for a panel of one domain)."""
     from metacog.hypotheses.common import with_ci
 
-    t = results
+    t = _shown(results)
     out = pd.DataFrame({"panel": t["panel"], "domain": t["domain"], "models": t["models"],
                         "items": t["items"], "answers": t["answers"], "confident errors": t["ocw"]})
     out = out.assign(**with_ci(t, "ocw_share", "confident and wrong, of answers (95% CI)", digits=1, pct=True))
@@ -227,10 +237,10 @@ def display_shares(results: pd.DataFrame) -> pd.DataFrame:
 
 def display_cooccurrence(results: pd.DataFrame) -> pd.DataFrame:
     """Per panel and domain: shared confident errors observed and expected, their ratio with
-    its interval, and the permutation p-value."""
+    its interval, and the permutation p-value (no "all items" row for a panel of one domain)."""
     from metacog.hypotheses.common import with_ci
 
-    t = results
+    t = _shown(results)
     out = pd.DataFrame({"panel": t["panel"], "domain": t["domain"], "confident errors": t["ocw"],
                         "shared pairs observed": t["observed"].round().astype("int64"),
                         "shared pairs expected": t["expected"].round().astype("int64")})

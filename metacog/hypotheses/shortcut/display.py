@@ -87,9 +87,32 @@ def display_twins(twins: pd.DataFrame, subsets=ORDER) -> pd.DataFrame:
     if "timing" in first:
         wide.insert(1, "design", [design(first.at[(p, q), "timing"]) for p, q in zip(wide["panel"], wide["pair"])])
     ex = first["excluded"] if "excluded" in first else pd.Series(dtype=object)
-    wide["left out because"] = [ex.get((p, q)) or "–" for p, q in zip(wide["panel"], wide["pair"])]
+    wide["left out because"] = [(ex.get((p, q)) if isinstance(ex.get((p, q)), str) else "")
+                                or _empty_mean(twins, p, q) or "–" for p, q in zip(wide["panel"], wide["pair"])]
     wide.columns.name = None
     return wide.fillna("–")
+
+
+def _empty_mean(twins: pd.DataFrame, panel, label) -> str:
+    """Why a mean over pairs of ``panel`` averages no pair in any subset ('' when it averages
+    some, or for a single pair's row): the panel has no such pair, every such pair is left out
+    (their rows say why), or none kept has a defined self-advantage."""
+    if label not in (SAME, ALL_PAIRS):
+        return ""
+    rows = twins[twins["panel"] == panel] if "panel" in twins else twins
+    if rows.loc[rows["pair"] == label, "pairs"].fillna(0).max() > 0:
+        return ""
+    pairs = rows[~rows["pair"].isin([SAME, ALL_PAIRS])].drop_duplicates("pair")
+    word = "same-weight pair" if label == SAME else "pair"
+    if label == SAME:
+        pairs = pairs[pairs["exact"].eq(True)]
+    if pairs.empty:
+        return f"no {word} in this panel"
+    left = pairs["excluded"].fillna("").astype(str).str.len() > 0
+    if left.all():
+        return (f"its only {word} is left out (its own row says why)" if len(pairs) == 1
+                else f"all {len(pairs)} {word}s are left out (their rows say why)")
+    return f"no {word} kept has a defined self-advantage"
 
 
 def domain_plot_table(twins: pd.DataFrame, min_pairs: int = MIN_PAIRS) -> pd.DataFrame:
@@ -164,7 +187,8 @@ def design_sentence(flags: pd.DataFrame, decided: list) -> str:
     if not pro:
         s += " None is prospective, while paper 1's shortcut claim is about judgments made before answering."
     elif not any(d.startswith("prospective") for d in decisive):
-        s += (" No prospective source decides any claim here (see the counts above), so every decided "
+        pro_panels = fmt_list(list(by.loc[by["design"].str.startswith("prospective"), "panel"]))
+        s += (f" No prospective source ({pro_panels}) decides any claim here, so every decided "
               "verdict comes from judgments that are not the prospective ones paper 1's shortcut claim "
               "is about.")
     return s
