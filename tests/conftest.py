@@ -29,5 +29,16 @@ def site(mirror) -> Path:
     return book.build(ROOT).parent
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``sweep`` (a full sweep that the default run samples) are deselected, not
+    skipped, unless METACOG_SWEEP=1: their own make targets set it (make scicode-check)."""
+    if os.environ.get("METACOG_SWEEP", "").strip() not in ("", "0"):
+        return
+    keep = [it for it in items if it.get_closest_marker("sweep") is None]
+    if len(keep) < len(items):
+        config.hook.pytest_deselected(items=[it for it in items if it.get_closest_marker("sweep")])
+        items[:] = keep
+
+
 # Under METACOG_REQUIRE_ALL=1 (CI) a skipped test fails: see strict_skips.py.
 from strict_skips import pytest_runtest_makereport  # noqa: E402,F401
