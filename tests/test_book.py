@@ -226,6 +226,7 @@ def _papermill_folder():
     return next(h for scheme, h in iorw.papermill_io._handlers if scheme == "local")._cwd
 
 
+@pytest.mark.slow
 def test_parallel_builds_leave_no_process_wide_state_behind(tmp_path, monkeypatch):
     """Each kernel starts in its book's folder, and building chapters at once changes nothing
     process-wide: not the caller's folder, not the environment, and not what a later build from
