@@ -14,7 +14,7 @@ ifeq ($(strip $(METACOG_DATA_MIRROR)),)
   endif
 endif
 
-.PHONY: book test check elicit probe bench clean venv-book venv-test venv-local system-test
+.PHONY: book test check scicode-check elicit probe bench clean venv-book venv-test venv-local system-test
 
 # Which recorded runs `make elicit` asks (default: all of data/responses/runs.yml).
 RUNS ?=
@@ -30,6 +30,11 @@ test: venv-test system-test
 
 check: venv-book
 	$(BIN)/metacog check
+
+# Every SciCode dev reference solution through the sandbox grader (about 5 min); make test
+# grades a fixed handful of them.
+scicode-check: venv-test
+	METACOG_SWEEP=1 $(BIN)/python -m pytest -m sweep tests/test_benchmarks_scicode.py
 
 # --- environments -------------------------------------------------------------------------
 

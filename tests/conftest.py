@@ -29,5 +29,22 @@ def site(mirror) -> Path:
     return book.build(ROOT).parent
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``sweep`` (a full sweep that the default run samples) are deselected, not
+    skipped, unless METACOG_SWEEP=1 (their make target sets it: make scicode-check) or the test is
+    named on the command line (path::name)."""
+    if os.environ.get("METACOG_SWEEP", "").strip() not in ("", "0"):
+        return
+    named = {(Path(a.split("::")[0]).name, a.split("::")[1]) for a in config.args if "::" in a}
+
+    def left_out(it) -> bool:
+        return it.get_closest_marker("sweep") is not None and (it.path.name, it.name) not in named
+
+    dropped = [it for it in items if left_out(it)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [it for it in items if not left_out(it)]
+
+
 # Under METACOG_REQUIRE_ALL=1 (CI) a skipped test fails: see strict_skips.py.
 from strict_skips import pytest_runtest_makereport  # noqa: E402,F401

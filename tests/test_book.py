@@ -226,6 +226,7 @@ def _papermill_folder():
     return next(h for scheme, h in iorw.papermill_io._handlers if scheme == "local")._cwd
 
 
+@pytest.mark.slow
 def test_parallel_builds_leave_no_process_wide_state_behind(tmp_path, monkeypatch):
     """Each kernel starts in its book's folder, and building chapters at once changes nothing
     process-wide: not the caller's folder, not the environment, and not what a later build from
@@ -237,7 +238,7 @@ def test_parallel_builds_leave_no_process_wide_state_behind(tmp_path, monkeypatc
     import papermill.iorw  # noqa: F401  (loaded here, so the test sees what a build leaves in it)
 
     monkeypatch.delenv("METACOG_PROJECT_ROOT", raising=False)
-    pages = [f"p{i}" for i in range(4)]
+    pages = [f"p{i}" for i in range(3)]  # two at once, and a third that starts when one is done
     first, second = _cwd_book(tmp_path, "first", pages), _cwd_book(tmp_path, "second", pages)
     callers = [tmp_path / "first" / "caller", tmp_path / "elsewhere"]
     for c in callers:

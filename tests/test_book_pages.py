@@ -4,7 +4,11 @@ glitches). The book is built once per session (the ``site`` fixture in conftest.
 
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.slow  # the first one builds the book
 
 
 def test_no_page_loads_anything_from_the_network(site):

@@ -153,13 +153,22 @@ def test_lab_chapter_runs_live_end_to_end(tmp_path):
     if not panel.is_cached("smollm2-135m"):
         pytest.skip(f"SmolLM2 is not cached in {panel.model_dir()}: run "
                     "`python -m metacog.elicit.panel fetch smollm2-135m`")
+    from metacog.benchmarks import load_items
+    from metacog.elicit.cache import Cache
+
     cache = tmp_path / "cache"
     before = set((ROOT / "data").rglob("*"))
+    # Exercise 2's "full run" is asked live too: 10 items here, not the page's 132 (~1 s a call)
     nb = chapter.run("lab", ["audit_policies"], tmp_path / "out", html=False,
-                     parameters={"live": True, "n_items": 4, "cache_dir": str(cache)}).notebook
+                     parameters={"live": True, "n_items": 4, "n_full": 10, "cache_dir": str(cache)}).notebook
     text = _text(nb)
     assert "asked live" in text
     assert "This run made 4 calls" in text
     assert "gave the recorded Yes/No" in text  # compared item by item with the recording
     assert (cache / "responses.sqlite").exists()  # the cache went where it was told
+    # every live call went through that cache: C0 on the lab's 4 items and on Exercise 2's 10,
+    # C2 on the lab's 4 (Exercise 1)
+    c0 = {it.item_id for n in (4, 10) for it in load_items(lab.BENCHMARK, n_items=n, seed=0)}
+    with Cache(cache) as c:
+        assert c.count() == len(c0) + 4
     assert set((ROOT / "data").rglob("*")) == before  # nothing written into the repository

@@ -95,6 +95,7 @@ def _tidy(items, decision_correct, confidence, name="openai/planted"):
     return place.to_tidy(rows.assign(finish_reason="stop", completion_tokens=10, seconds=0.1))
 
 
+@pytest.mark.slow
 def test_a_model_answering_at_random_is_called_at_chance(mirror):
     items = _items(150, seed=1)
     rng = np.random.default_rng(1)

@@ -30,6 +30,7 @@ class RandomMCQServer(FakeServer):
         return content, ({"content": lp} if want_logprobs else None)
 
 
+@pytest.mark.slow
 def test_place_against_a_server_answering_at_random_writes_the_page(mirror, tmp_path):
     with RandomMCQServer() as srv:
         proc = cli("place", "--panel", "calibration_study", "--model", "openai/fake", "--api-base",
