@@ -240,29 +240,6 @@ def _next_logprobs(llm, tokens: list[int]) -> np.ndarray:
     return x - math.log(np.exp(x).sum())
 
 
-def _score_reply(llm, name: str, fmt: _Formatter, prompt: str, ptoks: list[int], text: str,
-                 letters: str = "") -> list[dict[str, Any]]:
-    """OpenAI-style ``logprobs.content`` of a finished reply: each token of ``text`` with its
-    log-probability after the prompt and the tokens before it (one evaluation per token, reusing
-    the KV prefix; models are loaded without ``logits_all``). For a multiple-choice item every
-    position also lists the option letters' log-probabilities (whole-token spellings summed) as
-    its ``top_logprobs``, so the answer letter's position can be read like a server's."""
-    toks = _tokens(llm, fmt, prompt + text)
-    if toks[: len(ptoks)] != ptoks:  # the reply did not re-tokenize at the prompt's boundary
-        toks = ptoks + llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-    content = []
-    for j in range(len(ptoks), len(toks)):
-        lp = _next_logprobs(llm, toks[:j])
-        top = []
-        for L in letters:
-            ids = _choice_ids(llm, name, L)
-            if ids:
-                top.append({"token": L, "logprob": float(np.logaddexp.reduce(lp[ids])), "bytes": None})
-        content.append({"token": llm.detokenize([toks[j]]).decode("utf-8", "ignore"),
-                        "logprob": float(lp[toks[j]]), "bytes": None, "top_logprobs": top})
-    return content
-
-
 def _choice_ids(llm, name: str, choice: str) -> list[int]:
     key = (name, choice)
     if key not in _CHOICE_IDS:
@@ -309,8 +286,13 @@ def complete(name: str, messages: list[dict[str, str]], *, max_tokens: int = 128
         if kind == "answer" or not protocol.get("choices"):
             out = llm.create_completion(ptoks, max_tokens=int(max_tokens), stop=stops, **gen_kw)
             c = out["choices"][0]
-            scored = (_score_reply(llm, name, fmt, prompt, ptoks, c["text"], protocol.get("letters") or "")
-                      if protocol.get("logprobs") and c["text"] else None)
+            scored = None
+            if kind == "answer" and protocol.get("logprobs") and c["text"]:
+                from metacog.elicit.local_logprobs import score_reply
+
+                ids = {L: _choice_ids(llm, name, L) for L in protocol.get("letters") or ""}
+                scored = score_reply(llm, ptoks, _tokens(llm, fmt, prompt + c["text"]), c["text"], ids,
+                                     _next_logprobs)
             return {"text": c["text"], "finish_reason": c["finish_reason"],
                     "prompt_tokens": len(ptoks),
                     "completion_tokens": out["usage"]["completion_tokens"],
