@@ -19,7 +19,9 @@ the same call however requests interleave:
   (the whole header value, and its part after the scheme, e.g. the bare key).
 - ``[[empty]]``: the reply content is the empty string.
 - ``[[garbage]]``: the reply has no "Final answer:" line.
-- ``[[answer:TEXT]]``: answer probes reply "Final answer: TEXT".
+- ``[[answer:TEXT]]``: answer probes reply "Final answer: TEXT" (with token log-probabilities
+  when asked: 0.9 per token, a one-letter answer 0.7 with the letters beside it 0.2 and 0.05).
+- ``[[nologprobs]]``: no log-probabilities even when asked.
 - ``[[yes]]`` / ``[[no]]``: judgments decide this way (default: by a hash).
 
 Run standalone: ``python tests/fakeserver.py [--port 0] [--latency 0.2]``; it
@@ -242,7 +244,22 @@ class FakeServer:
             content = f"I considered what I know about this.\nFinal answer: {word}"
         else:
             ans = marks.get("answer", (None, "42"))[1] or "42"
-            return f"Let me think.\nFinal answer: {ans}", None
+            content = f"Let me think.\nFinal answer: {ans}"
+            if not want_logprobs or "nologprobs" in marks:
+                return content, None
+            # every token at probability 0.9; a one-letter answer is 0.7 likely, the letter before
+            # it 0.2 and the one after 0.05 (the reply's mean token probability is then known)
+            items = []
+            for t in re.findall(r"\s*\S+|\s+", content):
+                top = []
+                if len(t.strip()) == 1 and t.strip().isalpha() and t.strip().isupper():
+                    L = t.strip()
+                    top = [{"token": " " + L, "logprob": math.log(0.7), "bytes": None},
+                           {"token": " " + chr(ord(L) - 1), "logprob": math.log(0.2), "bytes": None},
+                           {"token": " " + chr(ord(L) + 1), "logprob": math.log(0.05), "bytes": None}]
+                lp = math.log(0.7) if top else math.log(0.9)
+                items.append({"token": t, "logprob": lp, "bytes": None, "top_logprobs": top})
+            return content, {"content": items}
         if not want_logprobs:
             return content, None
         p = 0.9 if yes else 0.2  # P(Yes) at the decision position

@@ -76,3 +76,23 @@ def test_litellm_path_gives_what_llama_cpp_gives_directly(first):
     lp = direct["choice_logprobs"]
     p = math.exp(lp["Yes"]) / (math.exp(lp["Yes"]) + math.exp(lp["No"]))
     assert p == pytest.approx(row["p_yes"], abs=1e-9)
+
+
+def test_answer_probe_keeps_letter_probabilities_and_mean_token_probability(tmp_path):
+    it = Item(item_id="m1", benchmark="mmlu_pro", question="Which of these numbers is prime?", gold="B",
+              context="A) 4\nB) 5\nC) 6\nD) 8", context_kind="options",
+              meta={"options": ["4", "5", "6", "8"], "answer_index": 1, "answer_text": "5"})
+    df = run([it], models=[MODEL], probes=["answer"], cache=tmp_path, max_tokens=24, progress=False)
+    r = df.iloc[0]
+    assert 0 < r["mean_token_p"] <= 1
+    if not pd.isna(r["option_probs"]):  # the letters at the answer token, from llama.cpp's logits
+        probs = __import__("json").loads(r["option_probs"])
+        assert set(probs) == set("ABCD") and 0 < sum(probs.values()) <= 1 + 1e-9
+        if r["decision"] in probs:
+            assert max(probs, key=probs.get) == r["decision"]  # greedy decoding wrote the likeliest
+    again = run([it], models=[MODEL], probes=["answer"], cache=tmp_path, max_tokens=24, progress=False)
+    assert again.iloc[0]["mean_token_p"] == r["mean_token_p"]  # replayed from the cache
+    off = run([it], models=[MODEL], probes=["answer"], cache=tmp_path / "off", max_tokens=24,
+              progress=False, logprobs=False)
+    assert math.isnan(off.iloc[0]["mean_token_p"]) and off.iloc[0]["raw_text"] == r["raw_text"]
+    assert off.iloc[0]["cache_key"] == r["cache_key"]  # the same request: scoring is no part of the key

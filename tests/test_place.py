@@ -52,7 +52,7 @@ def test_logit_confidence_is_the_mean_token_probability():
 # ---- the statistics -------------------------------------------------------------------------------
 
 def test_metric_ranks_match_definitions_and_rank_the_best_first():
-    from metacog.stats.calibration import auroc, brier, ece
+    from metacog.stats.calibration import auroc, brier, ece, smooth_ece
 
     rng = np.random.default_rng(3)
     C = rng.random((150, 4))
@@ -64,6 +64,7 @@ def test_metric_ranks_match_definitions_and_rank_the_best_first():
         assert got[(j, "auroc")] == pytest.approx(auroc(Y[:, j], C[:, j]))
         assert got[(j, "ece")] == pytest.approx(ece(Y[:, j], C[:, j]).ece)
         assert got[(j, "brier")] == pytest.approx(brier(Y[:, j], C[:, j]).brier)
+        assert got[(j, "smece")] == pytest.approx(smooth_ece(Y[:, j], C[:, j]), abs=1e-9)
     a = t[t["metric"] == "auroc"].set_index("model")
     assert a.loc[3, "rank"] == 4 and (a["rank_ci_low"] <= a["rank"]).all() and (a["rank"] <= a["rank_ci_high"]).all()
 
@@ -76,7 +77,21 @@ def test_recalibration_lowers_ece_of_an_overconfident_model():
     t = recalibrate(stated, y).set_index("method")
     assert t.loc["Platt", "ece"] < t.loc["as stated", "ece"] / 2
     assert t.loc["isotonic", "ece"] < t.loc["as stated", "ece"] / 2
+    assert t.loc["as stated", "smece"] == pytest.approx(0.2, abs=0.03)  # off by 0.2 everywhere
+    assert t.loc["Platt", "smece"] < t.loc["as stated", "smece"] / 2
     assert (t["n_items"] == 600).all()
+
+
+def test_smooth_ece_ranks_lower_as_better_with_rank_intervals():
+    rng = np.random.default_rng(8)
+    p = rng.uniform(0.2, 0.8, (300, 1))
+    Y = (rng.random((300, 3)) < p).astype(float)
+    C = np.hstack([p, np.clip(p + 0.1, 0, 1), np.clip(p + 0.3, 0, 1)])  # calibrated, off by .1, by .3
+    t = metric_ranks(pd.DataFrame(C, columns=list("abc")), pd.DataFrame(Y, columns=list("abc")), n_boot=100)
+    s = t[t["metric"] == "smece"].set_index("model")
+    assert list(s["rank"]) == [1.0, 2.0, 3.0]
+    assert s.loc["c", "rank_ci_low"] == 3 and s.loc["a", "rank_ci_high"] <= 2
+    assert s.loc["c", "value"] == pytest.approx(0.3, abs=0.05)
 
 
 # ---- placement against the real panel -------------------------------------------------------------

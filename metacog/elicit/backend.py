@@ -146,6 +146,12 @@ def _backend_version(litellm=None) -> str:
     return f"litellm {litellm_version()}"
 
 
+def _reads_p_yes(task: Task) -> bool:
+    """P(Yes) is read for judgments, and for answers only where the key's own parameters asked
+    for log-probabilities (as before answers' log-probabilities were asked outside the key)."""
+    return task.template.kind != "answer" or "logprobs" in task.params
+
+
 def _extract(resp: Any, task: Task, latency: float, attempts: int, litellm) -> dict[str, Any]:
     choices = getattr(resp, "choices", None) or []
     if not choices:
@@ -155,13 +161,14 @@ def _extract(resp: Any, task: Task, latency: float, attempts: int, litellm) -> d
     text = getattr(msg, "content", None) if msg is not None else None
     reasoning = getattr(msg, "reasoning_content", None) if msg is not None else None
     p_yes = None
-    top = None
+    content = None
     lp = getattr(ch, "logprobs", None)
     if lp is not None:
         content = lp.get("content") if isinstance(lp, dict) else getattr(lp, "content", None)
         if content:
             content = [c if isinstance(c, dict) else c.model_dump() for c in content]
-            p_yes = parse.p_yes_from_logprobs(content, task.template.final_prefix)
+            if _reads_p_yes(task):
+                p_yes = parse.p_yes_from_logprobs(content, task.template.final_prefix)
     usage = getattr(resp, "usage", None)
     hidden = getattr(resp, "_hidden_params", None) or {}
     local = is_local(task.model)
@@ -183,6 +190,7 @@ def _extract(resp: Any, task: Task, latency: float, attempts: int, litellm) -> d
         "reasoning_content": reasoning,
         "finish_reason": getattr(ch, "finish_reason", None),
         "p_yes": p_yes,
+        **parse.logprob_fields(content, task.letters, task.template.final_prefix),
         "prompt_tokens": getattr(usage, "prompt_tokens", None),
         "completion_tokens": getattr(usage, "completion_tokens", None),
         "cost_usd": cost,
@@ -207,7 +215,8 @@ def _extract_http(doc: dict[str, Any], task: Task, latency: float, attempts: int
             cost = float(pc + cc)
         except Exception:  # noqa: BLE001 - unknown price: leave it missing
             cost = None
-    return {**f, "p_yes": parse.p_yes_from_logprobs(lp, task.template.final_prefix) if lp else None,
+    return {**f, "p_yes": parse.p_yes_from_logprobs(lp, task.template.final_prefix) if lp and _reads_p_yes(task) else None,
+            **parse.logprob_fields(lp, task.letters, task.template.final_prefix),
             "cost_usd": cost, "latency_s": latency, "attempts": attempts, "backend": "http",
             "backend_version": http.backend_version()}
 
@@ -216,7 +225,7 @@ async def _ask(task: Task, s: Settings, kwargs: dict[str, Any], timeout: float |
                litellm, direct: bool) -> dict[str, Any]:
     t0 = time.perf_counter()
     if direct:
-        doc = await http.complete(s.api_base, task.model, task.messages, task.params, timeout,
+        doc = await http.complete(s.api_base, task.model, task.messages, {**task.params, **task.wire}, timeout,
                                   os.environ.get("OPENAI_API_KEY"))
         return _extract_http(doc, task, time.perf_counter() - t0, attempt)
     coro = litellm.acompletion(model=task.model, messages=task.messages, timeout=timeout,
@@ -234,12 +243,12 @@ async def _ask_routed(task: Task, s: Settings, name: str, timeout: float, attemp
         p = d.resolved()
         model, base = p.pop("model"), p.get("api_base")
         if s.transport == "auto" and http.eligible(model, base, {k: v for k, v in p.items() if k != "api_base"}):
-            doc = await http.complete(base, model, task.messages, task.params, timeout,
+            doc = await http.complete(base, model, task.messages, {**task.params, **task.wire}, timeout,
                                       d.api_key or os.environ.get("OPENAI_API_KEY"))
             out = _extract_http(doc, task, time.perf_counter() - t0, attempt)
         else:
             litellm = get_litellm()
-            kw = {**task.params, **p, "drop_params": True, **({"api_key": d.api_key} if d.api_key else {})}
+            kw = {**task.params, **task.wire, **p, "drop_params": True, **({"api_key": d.api_key} if d.api_key else {})}
             coro = litellm.acompletion(model=model, messages=task.messages, timeout=timeout,
                                        max_retries=0, num_retries=0, **kw)
             out = _extract(await asyncio.wait_for(coro, timeout + 1.0), task, time.perf_counter() - t0,
@@ -260,7 +269,7 @@ async def call_one(task: Task, s: Settings, litellm=None, sleep=asyncio.sleep) -
     direct = not routed and s.transport == "auto" and http.eligible(task.model, s.api_base, s.extra)
     if not routed and not direct:
         litellm = litellm or get_litellm()
-    kwargs = dict(task.params)
+    kwargs = {**task.params, **task.wire}
     if s.api_base and not is_local(task.model):
         kwargs["api_base"] = s.api_base
     if is_local(task.model):
@@ -268,6 +277,7 @@ async def call_one(task: Task, s: Settings, litellm=None, sleep=asyncio.sleep) -
         kwargs["metacog_protocol"] = {
             "kind": t.kind, "final_prefix": t.final_prefix, "choices": list(t.choices),
             "confidence_prefix": t.confidence_prefix, "template": t.tag,
+            "logprobs": bool(s.logprobs), "letters": task.letters,
         }
         timeout = None  # CPU generation cannot hang on a network; a timed-out thread would keep running
     else:

@@ -229,7 +229,8 @@ async def _ask_all(todo: list[Task], cache: Cache | None, s: Settings, counts: C
                 results[t.key] = (status, payload, False)  # kept even if the cache cannot store it
                 if writer is not None and counts.cache_error is None:
                     request = {"model": t.model, "messages": t.messages, "params": t.params,
-                               "template": t.template.tag}
+                               "template": t.template.tag,
+                               **({"wire": t.wire} if t.wire else {})}  # sent, not keyed
                     await writer(counts, "put", t.key, t.model, status, request, payload)
                 counts.done += 1
                 counts.failed += status == "error"

@@ -121,6 +121,12 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
         connection refused, timeouts, 429/502/503/504, are asked again without it).
     max_cost : refuse to start (BudgetError) when the estimated cost of
         uncached paid calls exceeds it; stop asking once spent.
+    logprobs : ask for token log-probabilities (default True): judgments keep the first-token
+        ``p_yes``; every reply keeps ``mean_token_p`` (the mean probability of its tokens) and a
+        multiple-choice answer ``option_probs`` (each option letter's probability at the answer
+        token, JSON). Answer probes ask for them outside the cache key, so replies cached before
+        replay (with these columns missing); on the local panel they cost one more evaluation
+        per reply token (llama.cpp re-scores the reply). Servers that send none leave them missing.
     grader : ``f(item, reply_text, probe) -> 1.0/0.0/NaN`` for answer probes
         (default :func:`default_grader`).
     router : a litellm Router ``model_list`` file (YAML), a dict with

@@ -286,9 +286,17 @@ def complete(name: str, messages: list[dict[str, str]], *, max_tokens: int = 128
         if kind == "answer" or not protocol.get("choices"):
             out = llm.create_completion(ptoks, max_tokens=int(max_tokens), stop=stops, **gen_kw)
             c = out["choices"][0]
+            scored = None
+            if kind == "answer" and protocol.get("logprobs") and c["text"]:
+                from metacog.elicit.local_logprobs import score_reply
+
+                ids = {L: _choice_ids(llm, name, L) for L in protocol.get("letters") or ""}
+                scored = score_reply(llm, ptoks, _tokens(llm, fmt, prompt + c["text"]), c["text"], ids,
+                                     _next_logprobs)
             return {"text": c["text"], "finish_reason": c["finish_reason"],
                     "prompt_tokens": len(ptoks),
-                    "completion_tokens": out["usage"]["completion_tokens"], "logprobs": None}
+                    "completion_tokens": out["usage"]["completion_tokens"],
+                    "logprobs": {"content": scored} if scored else None}
         final = protocol.get("final_prefix") or "Final answer:"
         out = llm.create_completion(ptoks, max_tokens=int(max_tokens), stop=stops + [final], **gen_kw)
         c = out["choices"][0]

@@ -185,3 +185,53 @@ def p_yes_from_logprobs(content: list[dict[str, Any]] | None, final_prefix: str 
             return p_yes_from_top(top)
         pos = end
     return None
+
+
+def mean_token_p(content: list[dict[str, Any]] | None) -> float | None:
+    """Mean probability of a reply's tokens (the exponential of each ``logprob``, averaged) from
+    OpenAI-style ``logprobs.content``; None without token log-probabilities."""
+    lps = [c.get("logprob") for c in (content or []) if isinstance(c, dict)]
+    ps = [math.exp(lp) for lp in lps if isinstance(lp, (int, float)) and math.isfinite(lp)]
+    return sum(ps) / len(ps) if ps else None
+
+
+def option_probs(content: list[dict[str, Any]] | None, letters: str,
+                 final_prefix: str = "Final answer:") -> dict[str, float] | None:
+    """Probability of each option letter at the answer token, from ``top_logprobs``.
+
+    The answer token is the first token after the last ``final_prefix`` (in a one-line reply
+    without it, from the reply's start: the whole line is then the answer) whose text, stripped of spaces and brackets, is one of ``letters``. Spellings of a
+    letter (' B', 'B', '(B') are summed. Letters the server did not list among the top
+    log-probabilities are left out (their probability is below the smallest listed). None when
+    there is no such token or no letters.
+    """
+    if not content or not letters:
+        return None
+    toks = [c.get("token", "") or "" for c in content]
+    text = "".join(toks)
+    found = _split_final(text, final_prefix)
+    if found is None and "\n" in text.strip():
+        return None  # no final answer line to read the letter at (as parse_answer: unparseable)
+    start_char = len(text) - len(found[1]) if found is not None else 0
+    pos = 0
+    for c, tok in zip(content, toks):
+        end = pos + len(tok)
+        if end > start_char and tok.strip(" ()*.:") in letters and tok.strip(" ()*.:"):
+            top = {t.get("token", ""): t.get("logprob", -math.inf) for t in (c.get("top_logprobs") or [])}
+            top.setdefault(tok, c.get("logprob", -math.inf))
+            out: dict[str, float] = {}
+            for t, lp in top.items():
+                L = (t or "").strip(" ()*.:")
+                if len(L) == 1 and L in letters and lp is not None and math.isfinite(lp):
+                    out[L] = out.get(L, 0.0) + math.exp(lp)
+            return dict(sorted(out.items())) or None
+        pos = end
+    return None
+
+
+def logprob_fields(content: list[dict[str, Any]] | None, letters: str = "",
+                   final_prefix: str = "Final answer:") -> dict[str, Any]:
+    """The payload fields kept from a reply's token log-probabilities: ``mean_token_p`` and
+    ``option_probs`` (for multiple-choice items)."""
+    return {"mean_token_p": mean_token_p(content),
+            "option_probs": option_probs(content, letters, final_prefix) if letters else None}

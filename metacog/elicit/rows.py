@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Callable
 
@@ -87,9 +88,11 @@ def _row(t: Task, status: str, payload: dict[str, Any], grader: Callable) -> dic
     if rc:
         reasoning = f"{rc.strip()}\n\n{reasoning}".strip()
     p_yes = payload.get("p_yes")
+    probs = payload.get("option_probs")  # absent from replies cached before it was kept: missing
     row.update({
         "decision": p.decision, "parse_status": p.status, "raw_text": text,
-        "reasoning_text": reasoning, "p_yes": p_yes,
+        "reasoning_text": reasoning, "p_yes": p_yes, "mean_token_p": payload.get("mean_token_p"),
+        "option_probs": json.dumps(probs, sort_keys=True) if isinstance(probs, dict) and probs else None,
         "prompt_tokens": payload.get("prompt_tokens"),
         "completion_tokens": payload.get("completion_tokens"),
         "cost_usd": payload.get("cost_usd"),

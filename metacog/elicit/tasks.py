@@ -30,6 +30,12 @@ class Task:
     params: dict[str, Any]
     key: str
     order: int = 0
+    #: Request options sent with ``params`` but left out of the key: they ask the server for
+    #: more alongside the reply (token log-probabilities of answer probes), not for another
+    #: reply, so requests recorded before they were sent keep their keys and replay.
+    wire: dict[str, Any] = field(default_factory=dict)
+    #: The option letters of a multiple-choice item ('ABCD...'), '' otherwise.
+    letters: str = ""
 
 
 @dataclass
@@ -72,6 +78,20 @@ def _params(template: prompts.Template, model: str, sample: int, s: Settings) ->
     return p
 
 
+def _wire(template: prompts.Template, model: str, s: Settings, params: dict[str, Any]) -> dict[str, Any]:
+    """Log-probabilities for answer probes (letter probabilities and the mean token probability),
+    outside the cache key; judgment probes already ask for them in ``params``."""
+    if template.kind != "answer" or not s.logprobs or is_local(model) or "logprobs" in params:
+        return {}
+    return {"logprobs": True, "top_logprobs": 5}
+
+
+def option_letters(item: Item) -> str:
+    """'ABCD...' for an item shown with lettered options (``meta['options']``), else ''."""
+    opts = item.meta.get("options") if item.context_kind == "options" else None
+    return "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[: len(opts)] if isinstance(opts, (list, tuple)) else ""
+
+
 def make_task(model: str, item: Item, probe: str, sample: int, s: Settings, order: int = 0,
               **fill: Any) -> Task:
     """The :class:`Task` asking ``model`` the ``probe`` on ``item`` (its cache key included)."""
@@ -81,4 +101,5 @@ def make_task(model: str, item: Item, probe: str, sample: int, s: Settings, orde
     messages = t.render(item, **fill)
     params = _params(t, model, sample, s)
     return Task(model, item, t.id.removesuffix("_code"), sample, t, messages, params,
-                cache_key(model, messages, params, t.tag), order)
+                cache_key(model, messages, params, t.tag), order, _wire(t, model, s, params),
+                option_letters(item))

@@ -9,7 +9,7 @@ from .axis import AxisResult, axis_alignment, axis_positions, item_scores
 from .bootstrap import bootstrap_ci
 from .bvn import bvn_cdf
 from .calibration import (BrierResult, ECEResult, aurc, auroc, brier, ece, excess_aurc,
-                          risk_coverage, type2_auroc)
+                          risk_coverage, smooth_ece, type2_auroc)
 from .factor import FactorResult, factor_analysis, oblimin, one_factor_share, varimax
 from .metad import MetaDResult, confidence_to_ratings, metad, metad_trials, trials_to_counts
 from .parallel import ParallelResult, parallel_analysis
@@ -26,7 +26,7 @@ __all__ = [
     "base_rate_null", "bh_fdr", "bootstrap_ci", "brier", "bvn_cdf", "confidence_to_ratings", "cor_smooth", "delong_paired", "ece",
     "excess_aurc", "factor_analysis", "flag_counts", "h_proxy", "internal_population", "item_scores", "metad",
     "metad_trials", "oblimin", "one_factor_share", "pairwise_calibration", "parallel_analysis", "policy_gains",
-    "policy_table", "risk_coverage", "self_other_test", "tau_matrix", "tetrachoric", "thresholds",
+    "policy_table", "risk_coverage", "self_other_test", "smooth_ece", "tau_matrix", "tetrachoric", "thresholds",
     "trials_to_counts", "type2_auroc", "unanimous_items", "unordered_pairs", "varimax",
 ]
 

@@ -143,7 +143,7 @@ NAMES = {
     "mean_tau": "mean τ-b", "tau": "τ-b", "tau_b": "τ-b", "pct_significant": "% of pairs significant",
     "ci_low": "95% CI low", "ci_high": "95% CI high", "n_items": "items", "n_models": "models",
     "n_pos": "positives", "n_neg": "negatives", "n": "n", "p": "p", "p_value": "p", "se": "SE",
-    "auroc": "AUROC", "auc": "AUROC", "ece": "ECE", "aurc": "AURC", "brier": "Brier score",
+    "auroc": "AUROC", "auc": "AUROC", "ece": "ECE", "smece": "smooth ECE", "aurc": "AURC", "brier": "Brier score",
     "accuracy": "accuracy", "acc_ci_low": "accuracy 95% CI low", "acc_ci_high": "accuracy 95% CI high",
     "carries_signal": "carries signal", "mean_confidence": "mean confidence",
 }

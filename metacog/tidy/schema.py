@@ -27,6 +27,11 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "confidence": ("float64", "Confidence that the model is (or would be) correct, in [0, 1]. "
                    "Binary judgments are 0 or 1; verbal scales are rescaled."),
     "p_yes": ("float64", "First-token P(Yes) / (P(Yes) + P(No)) when the backend gives logprobs."),
+    "mean_token_p": ("float64", "Mean probability of the reply's tokens (each token's exp(logprob), "
+                     "averaged) when the backend gives token log-probabilities."),
+    "option_probs": ("string", "Multiple-choice answers: JSON object of each option letter's probability "
+                     "at the answer token, from the backend's top log-probabilities (letters it "
+                     "did not list are absent)."),
     "correct": ("float64", "1 if the model's answer to this item was correct, 0 if not, missing if unknown."),
     "parse_status": ("string", "'ok', 'unparseable', 'empty', 'error' (call failed), 'missing', or "
                      "'imputed' (a public log filled in a default where its parser found no "
@@ -64,7 +69,7 @@ def conform(df: pd.DataFrame, *, source: str = "table") -> pd.DataFrame:
     Extra columns are kept after the schema columns. Raises ValueError, naming
     ``source`` and the column, when a required column is missing, when a value
     cannot be cast to the column's dtype (showing the first bad values), when
-    ``confidence`` or ``p_yes`` leave [0, 1], or when ``correct`` is not 0, 1 or
+    ``confidence``, ``p_yes`` or ``mean_token_p`` leave [0, 1], or when ``correct`` is not 0, 1 or
     missing (partial credit such as 0.5 must be binarised by the caller), or when a row
     marked ``parse_status == 'imputed'`` still has a confidence.
     """
@@ -80,7 +85,7 @@ def conform(df: pd.DataFrame, *, source: str = "table") -> pd.DataFrame:
             out[col] = pd.Series(pd.NA if dtype in ("string", "Int64") else float("nan"),
                                  index=out.index)
         out[col] = _cast(out[col], dtype, col, source)
-    for col in ("confidence", "correct", "p_yes"):
+    for col in ("confidence", "correct", "p_yes", "mean_token_p"):
         ok = out[col].isin([0.0, 1.0]) if col == "correct" else out[col].between(0, 1)
         bad = out[col].notna() & ~ok
         if bad.any():

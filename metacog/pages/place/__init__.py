@@ -7,8 +7,8 @@ panel was asked, placed among the panel's models.
 - :func:`load_new` — the new model's tidy table from a file or a recorded run;
 - :func:`place` — the placement (:class:`Placement`): internal vs population AUROC with
   DeLong's paired interval (:func:`metacog.stats.population.internal_population`) for the new
-  model and every panel model on the same items, its rank on type-2 AUROC, ECE, Brier and
-  accuracy with bootstrap rank intervals, Platt and isotonic recalibration on held-out items,
+  model and every panel model on the same items, its rank on type-2 AUROC, ECE, smooth ECE,
+  Brier and accuracy with bootstrap rank intervals, Platt and isotonic recalibration on held-out items,
   the adequacy gate and the gated verdict.
 
 "Population" is the mean confidence of the *other* models on the same item (the model itself
@@ -27,7 +27,7 @@ import pandas as pd
 from metacog.elicit.protocols.ask import PROBES, n_options, to_tidy  # noqa: F401 - part of this page's API
 from metacog.hypotheses.adequacy import adequacy
 from metacog.hypotheses.verdict import Verdict, cap, decide
-from metacog.pages.place.stats import metric_ranks, recalibrate
+from metacog.pages.place.stats import LABELS, METRICS, metric_ranks, recalibrate
 from metacog.stats.population import internal_population
 from metacog.tidy.report import fmt_ci, fmt_count, fmt_num
 
@@ -277,8 +277,7 @@ def panel_sentence(r: Placement) -> str:
 
 def rank_table(r: Placement) -> pd.DataFrame:
     t = r.ranks[["metric", "value", "rank", "rank_ci_low", "rank_ci_high", "n_models", "n_items"]].copy()
-    t["metric"] = t["metric"].map({"auroc": "type-2 AUROC", "ece": "ECE (10 bins)", "brier": "Brier score",
-                                   "accuracy": "accuracy"})
+    t["metric"] = t["metric"].map(LABELS)
     return t
 
 
@@ -288,15 +287,38 @@ def recalibration_sentence(r: Placement) -> str:
         return ("Too few right or wrong answers to fit a recalibration map on both halves of the "
                 "items, so recalibration is not assessed.")
     e0, ep, ei = t.loc["as stated", "ece"], t.loc["Platt", "ece"], t.loc["isotonic", "ece"]
+    s0, sp, si = t.loc["as stated", "smece"], t.loc["Platt", "smece"], t.loc["isotonic", "smece"]
     b0, bp, bi = t.loc["as stated", "brier"], t.loc["Platt", "brier"], t.loc["isotonic", "brier"]
 
     def change(a, b):
         return f"{'lowers' if b < a else 'raises'} it to {fmt_num(b, 3)}"
 
-    return (f"Held out, the stated confidence has ECE {fmt_num(e0, 3)} and Brier {fmt_num(b0, 3)}. "
-            f"Platt scaling {change(e0, ep)} (Brier {fmt_num(bp, 3)}); isotonic regression "
-            f"{change(e0, ei)} (Brier {fmt_num(bi, 3)}). Recalibration moves the confidence toward "
-            f"the accuracy; it cannot add information about which answers are right.")
+    return (f"Held out, the stated confidence has ECE {fmt_num(e0, 3)}, smooth ECE {fmt_num(s0, 3)} and "
+            f"Brier {fmt_num(b0, 3)}. Platt scaling {change(e0, ep)} (smooth ECE {fmt_num(sp, 3)}, Brier "
+            f"{fmt_num(bp, 3)}); isotonic regression {change(e0, ei)} (smooth ECE {fmt_num(si, 3)}, Brier "
+            f"{fmt_num(bi, 3)}). Recalibration moves the confidence toward the accuracy; it cannot add "
+            f"information about which answers are right.")
+
+
+def metrics_phrase() -> str:
+    """The ranked metrics as the page's prose lists them, from :data:`METRICS`."""
+    names = [LABELS[m].replace(" (10 bins)", "") for m in METRICS]
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def smece_sentence(r: Placement) -> str:
+    """The new model's smooth ECE beside its binned ECE, and whether either is just the gap
+    between its mean confidence and its accuracy (residuals of one sign: nothing cancels)."""
+    t = r.ranks.set_index("metric")
+    e, s = t.loc["ece", "value"], t.loc["smece", "value"]
+    a = r.recalibration.set_index("method").loc["as stated"]
+    gap = abs(a["mean_confidence"] - a["accuracy"])
+    out = f"{r.model}'s smooth ECE is {fmt_num(s, 3)}, its ECE with 10 bins {fmt_num(e, 3)}."
+    if np.isfinite(s) and abs(s - gap) < 1e-3:
+        out += (f" The smooth ECE equals the gap between its mean confidence and its accuracy "
+                f"({fmt_num(gap, 3)}): its confidence is off in the same direction at every level, "
+                f"so no part of the error cancels and no bandwidth changes it.")
+    return out
 
 
 def first_items(new: pd.DataFrame, n_items: int) -> pd.DataFrame:

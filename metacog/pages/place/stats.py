@@ -2,8 +2,9 @@
 recalibration on held-out items.
 
 :func:`metric_ranks` computes, for every model of an items x models table, type-2 AUROC, ECE
-(10 equal-width bins), Brier score and accuracy on the same items, ranks the models on each
-(1 = best: highest AUROC and accuracy, lowest ECE and Brier) and gives each model's rank
+(10 equal-width bins), smooth ECE (:func:`metacog.stats.calibration.smooth_ece`), Brier score and
+accuracy on the same items, ranks the models on each (1 = best: highest AUROC and accuracy,
+lowest ECE, smooth ECE and Brier) and gives each model's rank
 interval from a bootstrap over items (vectorised over models: one resample of items re-ranks
 every model at once). :func:`recalibrate` fits Platt scaling and isotonic regression to one
 model's confidence on half the items and scores the other half (two-fold cross-fitting, so
@@ -16,8 +17,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-METRICS = ("auroc", "ece", "brier", "accuracy")
-HIGHER_IS_BETTER = {"auroc": True, "ece": False, "brier": False, "accuracy": True}
+from metacog.stats.calibration import smooth_ece_columns
+
+METRICS = ("auroc", "ece", "smece", "brier", "accuracy")
+HIGHER_IS_BETTER = {"auroc": True, "ece": False, "smece": False, "brier": False, "accuracy": True}
+#: How the page names each metric.
+LABELS = {"auroc": "type-2 AUROC", "ece": "ECE (10 bins)", "smece": "smooth ECE", "brier": "Brier score",
+          "accuracy": "accuracy"}
 
 
 def _auroc_columns(C: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -33,8 +39,9 @@ def _auroc_columns(C: np.ndarray, Y: np.ndarray) -> np.ndarray:
         return np.where((n1 > 0) & (n0 > 0), (r1 - n1 * (n1 + 1) / 2) / (n1 * n0), np.nan)
 
 
-def _metrics(C: np.ndarray, Y: np.ndarray, n_bins: int = 10) -> np.ndarray:
-    """4 x models: auroc, ece, brier, accuracy on the rows where both values exist."""
+def _metrics(C: np.ndarray, Y: np.ndarray, n_bins: int = 10, smece: bool = True) -> np.ndarray:
+    """len(METRICS) x models, in METRICS' order, on the rows where both values exist (the smooth
+    ECE row NaN with ``smece=False``, for callers that compute it for many resamples at once)."""
     valid = ~(np.isnan(C) | np.isnan(Y))
     n = valid.sum(axis=0).astype(float)
     c = np.where(valid, C, 0.0)
@@ -48,7 +55,8 @@ def _metrics(C: np.ndarray, Y: np.ndarray, n_bins: int = 10) -> np.ndarray:
         ece = np.where(n > 0, gap / n, np.nan)
         brier = np.where(n > 0, (((c - y) ** 2) * valid).sum(axis=0) / n, np.nan)
         acc = np.where(n > 0, (y * valid).sum(axis=0) / n, np.nan)
-    return np.vstack([_auroc_columns(C, Y), ece, brier, acc])
+    sm = smooth_ece_columns(C, Y) if smece else np.full(C.shape[1], np.nan)
+    return np.vstack([_auroc_columns(C, Y), ece, sm, brier, acc])
 
 
 def _rank(values: np.ndarray, higher_better: bool) -> np.ndarray:
@@ -66,9 +74,13 @@ def metric_ranks(confidence: pd.DataFrame, correct: pd.DataFrame, *, n_boot: int
     point = _metrics(C, Y)
     rng = np.random.default_rng(seed)
     boot = np.empty((n_boot, len(METRICS), C.shape[1]))
+    counts = np.zeros((n_boot, C.shape[0]))
     for b in range(n_boot):
         idx = rng.integers(0, C.shape[0], C.shape[0])
-        boot[b] = _metrics(C[idx], Y[idx])
+        boot[b] = _metrics(C[idx], Y[idx], smece=False)
+        counts[b] = np.bincount(idx, minlength=C.shape[0])
+    # smooth ECE of every resample at once, from the resamples' item counts
+    boot[:, METRICS.index("smece"), :] = smooth_ece_columns(C, Y, counts)
     a = (1 - ci) / 2
     n_items = (~(np.isnan(C) | np.isnan(Y))).sum(axis=0)
     rows = []
@@ -84,16 +96,12 @@ def metric_ranks(confidence: pd.DataFrame, correct: pd.DataFrame, *, n_boot: int
     return pd.DataFrame(rows)
 
 
-def _ece(c: np.ndarray, y: np.ndarray) -> float:
-    return float(_metrics(c[:, None], y[:, None])[1, 0])
-
-
 def recalibrate(confidence, correct, *, seed: int = 0) -> pd.DataFrame:
     """Platt and isotonic recalibration of one model's confidence, scored on held-out items.
 
     Items are split at random (``seed``) into two halves; each map is fitted on one half and
     applied to the other, then the halves swap. Rows: method ('as stated', 'Platt',
-    'isotonic'), ece, brier, auroc, mean_confidence, accuracy, n_items. Platt scaling is a
+    'isotonic'), ece, smece (smooth ECE), brier, auroc, mean_confidence, accuracy, n_items. Platt scaling is a
     logistic regression on the logit of the confidence (monotone, so it keeps the ranking up to
     ties); isotonic regression may merge confidence levels into ties.
     """
@@ -118,8 +126,8 @@ def recalibrate(confidence, correct, *, seed: int = 0) -> pd.DataFrame:
     rows = []
     for method, p in out.items():
         ok = ~np.isnan(p)
-        m = _metrics(p[ok][:, None], y[ok][:, None])[:, 0]
-        rows.append({"method": method, "ece": m[1], "brier": m[2], "auroc": m[0],
-                     "mean_confidence": float(p[ok].mean()) if ok.any() else np.nan,
-                     "accuracy": m[3], "n_items": int(ok.sum())})
+        m = dict(zip(METRICS, _metrics(p[ok][:, None], y[ok][:, None])[:, 0]))
+        rows.append({"method": method, "ece": m["ece"], "smece": m["smece"], "brier": m["brier"],
+                     "auroc": m["auroc"], "mean_confidence": float(p[ok].mean()) if ok.any() else np.nan,
+                     "accuracy": m["accuracy"], "n_items": int(ok.sum())})
     return pd.DataFrame(rows)
