@@ -123,6 +123,23 @@ def _gate(new: pd.DataFrame, probe: str) -> dict:
     return row
 
 
+def panel_gates(confidence: pd.DataFrame, correct: pd.DataFrame, options: pd.Series) -> pd.Series:
+    """The adequacy gate of :func:`_gate` applied to every column of an items x models table:
+    chance from each item's number of options, at least :data:`MIN_ITEMS` items and
+    :data:`MIN_CLASS` right answers, and a reply counted as parsed where it has a confidence.
+    One status per model ('adequate', 'at chance', ...)."""
+    long = correct.stack(future_stack=True).rename("correct").reset_index()
+    long.columns = ["item_id", "model", "correct"]
+    conf = confidence.reindex_like(correct).stack(future_stack=True).to_numpy()
+    long = long.assign(probe="answer", n_options=long["item_id"].map(options).to_numpy(),
+                       decision=np.where(long["correct"].notna(), "answered", None),
+                       parse_status=np.where(pd.notna(conf), "ok", "unparseable"))
+    long = long[long["correct"].notna()]
+    table = adequacy(long, probe="answer", chance="n_options", min_items=MIN_ITEMS, min_correct=MIN_CLASS)
+    status = {str(r["model"]): gate_status(r) for r in table.to_dict("records")}
+    return pd.Series({str(m): status.get(str(m), "too few items") for m in correct.columns})
+
+
 def place(new: pd.DataFrame, *, panel: str = "calibration_study", probe: str = "verbal_confidence",
           n_boot: int = 500, seed: int = 0) -> Placement:
     """Place the one model of tidy table ``new`` among ``panel``'s models on its items."""
@@ -142,10 +159,15 @@ def place(new: pd.DataFrame, *, panel: str = "calibration_study", probe: str = "
     head = internal_population(conf_all[[label] + list(conf.columns)], corr_all[[label] + list(conf.columns)],
                                min_class=MIN_CLASS).iloc[0].to_dict()
     panel_rows = internal_population(conf, corr, min_class=MIN_CLASS)
-    population = pd.concat([pd.DataFrame([head]).assign(new=True), panel_rows.assign(new=False)],
-                           ignore_index=True)
-    ranks = metric_ranks(conf_all, corr_all, n_boot=n_boot, seed=seed)
     gate = _gate(new, probe)
+    # one gate for every row: the new model's from its own replies, each panel model's from its
+    # answers on the same items (chance from each item's options)
+    options = mine["n_options"] if "n_options" in mine.columns else pd.Series(dtype=float)
+    panel_rows["gate"] = panel_rows["model"].astype(str).map(panel_gates(conf, corr, options)).to_numpy()
+    population = pd.concat([pd.DataFrame([head]).assign(new=True, gate=gate["status"]),
+                            panel_rows.assign(new=False)], ignore_index=True)
+    population["sufficient"] = population["sufficient"].astype(bool) & (population["gate"] == "adequate")
+    ranks = metric_ranks(conf_all, corr_all, n_boot=n_boot, seed=seed)
     v = decide(CLAIM, "internal − population AUROC", head["diff"], head["ci_low"], head["ci_high"],
                line=0.0, direction="greater",
                n={"items": int(head["n_items"]), "correct": int(head["n_correct"]),
@@ -270,9 +292,10 @@ def panel_sentence(r: Placement) -> str:
     ok = p[p["sufficient"]]
     above = int((ok["ci_low"] > 0).sum())
     below = int((ok["ci_high"] < 0).sum())
-    return (f"Of the {len(p)} panel models, {len(ok)} have at least {MIN_CLASS} right and "
-            f"{MIN_CLASS} wrong answers on these items; {above} of them have internal AUROC above "
-            f"population (interval above 0) and {below} below it (interval below 0).")
+    return (f"Of the {len(p)} panel models, {len(ok)} pass the same gate as the new model on these "
+            f"items (above chance, at least {MIN_CLASS} right and {MIN_CLASS} wrong answers); {above} "
+            f"of them have internal AUROC above population (interval above 0) and {below} below it "
+            f"(interval below 0).")
 
 
 def rank_table(r: Placement) -> pd.DataFrame:
