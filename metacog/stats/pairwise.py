@@ -52,7 +52,7 @@ from scipy.stats import hypergeom
 
 from . import stratified
 from .blas import single_blas_thread
-from .tables import BinaryTables, cross_counts
+from .tables import BinaryTables, cross_counts, cross_counts_stack
 from .validate import as_binary_frame, check_aligned
 
 _ALTS = ("greater", "less", "two-sided")
@@ -273,7 +273,15 @@ class TauTables:
     def tau(self, weights=None) -> np.ndarray:
         """K[j, k] = Kendall tau-b (phi) of confidence column j and correctness column k, over the
         items both have, each item weighted by ``weights`` (default 1); NaN where undefined."""
-        n, a, b, n11 = cross_counts(self.confidence, self.correct, weights)
+        w = np.ones(self.n_items) if weights is None else np.asarray(weights, dtype=float)
+        if w.shape != (self.n_items,):
+            raise ValueError(f"weights: need one weight per item ({self.n_items}), got shape {w.shape}.")
+        return self.tau_stack(w[None])[0]
+
+    def tau_stack(self, W) -> np.ndarray:
+        """:meth:`tau` under every row of item weights ``W`` (b x items) at once: b x k x k,
+        from :func:`metacog.stats.tables.cross_counts_stack` (the same counts, so the same taus)."""
+        n, a, b, n11 = cross_counts_stack(self.confidence, self.correct, W)
         den = a * (n - a) * b * (n - b)
         with np.errstate(divide="ignore", invalid="ignore"):
             K = (n * n11 - a * b) / np.sqrt(den)

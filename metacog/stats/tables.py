@@ -27,8 +27,6 @@ class BinaryTables:
     """
 
     def __init__(self, X):
-        from scipy import sparse
-
         X = np.asarray(X, dtype=float)
         if X.ndim != 2:
             raise ValueError(f"BinaryTables: need an items x columns matrix, got shape {X.shape}.")
@@ -37,8 +35,19 @@ class BinaryTables:
         self.has_gaps = bool(missing.any())
         self.ones = np.ascontiguousarray(np.where(missing, 0.0, X))
         self.seen = (~missing).astype(float)
-        self.gaps = sparse.csc_matrix(missing.astype(float)) if self.has_gaps else None
+        self._gaps = None
         self._f32 = None
+
+    @property
+    def gaps(self):
+        """The gaps as a sparse (csc) matrix, made on first use: only the weighted tables of
+        a matrix with itself (:func:`pair_counts`) need it, so a matrix prepared once for
+        :func:`cross_counts` (a shuffled draw of a null) never pays for it."""
+        from scipy import sparse
+
+        if self._gaps is None and self.has_gaps:
+            self._gaps = sparse.csc_matrix((self.seen == 0).astype(float))
+        return self._gaps
 
     def as32(self) -> tuple[np.ndarray, np.ndarray]:
         """(ones, seen) as float32 (made once, on first use)."""
@@ -183,3 +192,55 @@ def pair_counts_stack(X, W) -> tuple:
     n01 = np.swapaxes(n1_, 1, 2) - n11
     n00 = nn - n11 - n10 - n01
     return n00, n01, n10, n11
+
+
+def _gap_rows(T: BinaryTables) -> list:
+    """For each column of ``T`` with gaps, (column, the rows where it is missing), from the
+    dense ``seen`` matrix (no sparse matrix is built)."""
+    if not T.has_gaps:
+        return []
+    miss = T.seen == 0
+    return [(j, np.flatnonzero(miss[:, j])) for j in np.flatnonzero(miss.any(axis=0))]
+
+
+def cross_counts_stack(A, B, W) -> tuple:
+    """:func:`cross_counts` under every row of item weights ``W`` (b x items): (n, a, b, n11),
+    each b x A.k x B.k, equal to ``cross_counts(A, B, W[r])`` for each r.
+
+    Only ``n11`` needs a full product per resample; the margins are column sums of the weighted
+    data corrected, column by column, over the rows where the other matrix has a gap (one small
+    product per column with gaps), so with integer weights every count is the same integer.
+
+    >>> n, a, b, n11 = cross_counts_stack([[1], [0], [np.nan]], [[1], [1], [0]], [[1, 1, 1], [2, 0, 1]])
+    >>> [float(v[1, 0, 0]) for v in (n, a, b, n11)]
+    [2.0, 2.0, 2.0, 2.0]
+    """
+    A, B = prepared(A), prepared(B)
+    if A.n_items != B.n_items:
+        raise ValueError(f"cross_counts: the two matrices have {A.n_items} and {B.n_items} items.")
+    W = np.atleast_2d(np.asarray(W, dtype=float))
+    if W.ndim != 2 or W.shape[1] != A.n_items:
+        raise ValueError(f"weights: need one weight per item ({A.n_items}) in each row, got shape {W.shape}.")
+    nb, ka, kb = W.shape[0], A.k, B.k
+    exact = all(exact_in_float32(w) for w in W)
+    a1, b1 = (A.as32()[0], B.as32()[0]) if exact else (A.ones, B.ones)
+    n11 = np.empty((nb, ka, kb))
+    a1t = np.ascontiguousarray(a1.T)
+    for r in range(nb):
+        n11[r] = a1t @ (b1 * W[r].astype(b1.dtype)[:, None])
+    a = np.repeat((W @ A.ones)[:, :, None], kb, axis=2)
+    b = np.repeat((W @ B.ones)[:, None, :], ka, axis=1)
+    n = np.broadcast_to(W.sum(axis=1)[:, None, None], (nb, ka, kb)).copy()
+    gaps_a, gaps_b = _gap_rows(A), _gap_rows(B)
+    miss_a, miss_b = np.zeros((nb, ka)), np.zeros((nb, kb))
+    for l, rows in gaps_b:  # column l of B missing: those items leave every pair (j, l)
+        Wl = W[:, rows]
+        miss_b[:, l] = Wl.sum(axis=1)
+        a[:, :, l] -= Wl @ A.ones[rows]
+    for j, rows in gaps_a:
+        Wj = W[:, rows]
+        miss_a[:, j] = Wj.sum(axis=1)
+        b[:, j, :] -= Wj @ B.ones[rows]
+        n[:, j, :] += Wj @ (1.0 - B.seen[rows])  # missing in both: subtracted twice below
+    n -= miss_a[:, :, None] + miss_b[:, None, :]
+    return n, a, b, n11
