@@ -144,6 +144,32 @@ def _gap_columns(T: BinaryTables) -> list:
     return [(j, g.indices[g.indptr[j]:g.indptr[j + 1]]) for j in range(T.k) if g.indptr[j + 1] > g.indptr[j]]
 
 
+#: :func:`pair_counts_stack` keeps a matrix's packed pair products (items x k(k+1)/2) between
+#: calls, for the next chunk of resamples, when they take at most this many bytes.
+PACKED_CACHE_BYTES = 256 * 2**20
+
+
+def _packed_blocks(T: BinaryTables, exact: bool):
+    """(first item, block of packed products ``o_i[j] * o_i[l]`` for j <= l) over blocks of
+    :data:`STACK_BLOCK` items; kept on ``T`` when small enough (:data:`PACKED_CACHE_BYTES`)."""
+    ones = T.as32()[0] if exact else T.ones
+    iu, ju = np.triu_indices(T.k)
+    cached = getattr(T, "_packed", None)
+    if cached is not None and cached[0] == exact:
+        yield from cached[1]
+        return
+    keep = T.n_items * iu.size * ones.itemsize <= PACKED_CACHE_BYTES
+    blocks = []
+    for s in range(0, T.n_items, STACK_BLOCK):
+        o = ones[s:s + STACK_BLOCK]
+        block = o[:, iu] * o[:, ju]
+        if keep:
+            blocks.append((s, block))
+        yield s, block
+    if keep:
+        T._packed = (exact, blocks)
+
+
 def pair_counts_stack(X, W) -> tuple:
     """:func:`pair_counts` under every row of item weights ``W`` (b x items) at once: four
     (b x k x k) arrays (n00, n01, n10, n11), equal to ``pair_counts(X, W[r])`` for each r.
@@ -168,9 +194,8 @@ def pair_counts_stack(X, W) -> tuple:
     Wd = W.astype(ones.dtype)
     iu, ju = np.triu_indices(k)
     packed = np.zeros((b, iu.size), dtype=ones.dtype)
-    for s in range(0, T.n_items, STACK_BLOCK):
-        o = ones[s:s + STACK_BLOCK]
-        packed += Wd[:, s:s + STACK_BLOCK] @ (o[:, iu] * o[:, ju])
+    for s, block in _packed_blocks(T, exact):
+        packed += Wd[:, s:s + block.shape[0]] @ block
     n11 = np.empty((b, k, k))
     n11[:, iu, ju] = packed
     n11[:, ju, iu] = packed
