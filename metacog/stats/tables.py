@@ -86,10 +86,18 @@ def pair_counts(X, w=None) -> tuple:
     """
     T = prepared(X)
     w = _weights(T, w)
-    ones = T.as32()[0] if exact_in_float32(w) else T.ones
-    n11 = ((ones * w.astype(ones.dtype)[:, None]).T @ ones).astype(float)
+    exact = exact_in_float32(w)
+    ones = T.as32()[0] if exact else T.ones
+    ones_wt = (ones * w.astype(ones.dtype)[:, None]).T
+    n11 = (ones_wt @ ones).astype(float)
     ones_w = T.ones.T @ w  # weighted 1s of each column
-    if T.gaps is None:
+    if T.has_gaps and exact:
+        # integer weights: two more float32 products count the complete cases exactly, faster
+        # than building the sparse gap matrix for a matrix used once (a parallel-analysis draw)
+        seen = T.as32()[1]
+        n1_ = (ones_wt @ seen).astype(float)
+        nn = ((seen * w.astype(seen.dtype)[:, None]).T @ seen).astype(float)
+    elif T.gaps is None:
         n1_ = np.broadcast_to(ones_w[:, None], n11.shape)
         nn = w.sum()
     else:
