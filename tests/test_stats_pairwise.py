@@ -193,3 +193,31 @@ def test_tetrachoric_is_quiet_on_identical_sparse_correctness():
         res = tetrachoric(X)
     rho = res.rho.to_numpy()
     assert np.isfinite(rho).all() and rho[~np.eye(k, dtype=bool)].min() > 0.9
+
+
+def test_tau_stack_and_the_gapped_self_other_matrix_equal_plain_loops():
+    import importlib
+
+    from metacog.stats.pairwise import TauTables
+
+    selfother = importlib.import_module("metacog.stats.selfother")
+    rng = np.random.default_rng(4)
+    C = (rng.random((150, 6)) < 0.5).astype(float)
+    Y = (rng.random((150, 6)) < 0.6).astype(float)
+    C[rng.random(C.shape) < 0.1] = np.nan
+    Y[rng.random(Y.shape) < 0.05] = np.nan
+    C[:, 2] = np.where(np.isnan(C[:, 2]), np.nan, 1.0)  # a constant judge: no tau
+    W = rng.integers(0, 3, (4, 150)).astype(float)
+    T = TauTables(C, Y)
+    stacked = T.tau_stack(W)
+    for r, w in enumerate(W):
+        assert np.array_equal(stacked[r], T.tau(w), equal_nan=True)
+    plain = np.full((6, 6), np.nan)
+    for j in range(6):
+        for k in range(6):
+            ok = ~np.isnan(C[:, j]) & ~np.isnan(Y[:, k])
+            x, y = C[ok, j], Y[ok, k]
+            if x.std() > 0 and y.std() > 0:
+                plain[j, k] = np.corrcoef(x, y)[0, 1]
+    K = selfother._phi_matrix(C, Y)
+    assert np.array_equal(np.isnan(K), np.isnan(plain)) and np.nanmax(np.abs(K - plain)) < 1e-12

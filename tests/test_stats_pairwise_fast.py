@@ -44,3 +44,36 @@ def test_normal_approximation_is_close_to_the_exact_test(monkeypatch):
     assert np.max(np.abs(np.log(exact[mid] / approx[mid]))) < 0.15
     # and the decision at 0.05 agrees for nearly every pair
     assert np.mean((exact[ok] < 0.05) == (approx[ok] < 0.05)) > 0.97
+
+
+def test_stratified_p_equals_convolving_one_stratum_at_a_time():
+    from scipy.special import gammaln
+
+    from metacog.stats.stratified import stratified_p
+
+    def plain(T, ns, as_, bs, alternative, lf):
+        pmf, offset = np.array([1.0]), 0
+        for n_s, a_s, b_s in zip(ns, as_, bs):
+            lo, hi = max(0, a_s + b_s - n_s), min(a_s, b_s)
+            offset += lo
+            if hi == lo:
+                continue
+            x = np.arange(lo, hi + 1)
+            lp = (lf[a_s] - lf[x] - lf[a_s - x] + lf[n_s - a_s] - lf[b_s - x] - lf[n_s - a_s - b_s + x]
+                  - lf[n_s] + lf[b_s] + lf[n_s - b_s])
+            pmf = np.convolve(pmf, np.exp(lp))
+        support = offset + np.arange(pmf.size)
+        if alternative == "greater":
+            return min(max(pmf[support >= T - 1e-9].sum(), 0.0), 1.0)
+        return min(max(pmf[support <= T + 1e-9].sum(), 0.0), 1.0)
+
+    rng = np.random.default_rng(3)
+    lf = gammaln(np.arange(200, dtype=float) + 1)
+    for _ in range(200):
+        k = int(rng.integers(1, 12))
+        ns = rng.integers(1, 40, k)
+        as_ = np.array([rng.integers(0, n + 1) for n in ns])
+        bs = np.array([rng.integers(0, n + 1) for n in ns])
+        T = int(rng.integers(0, int(np.minimum(as_, bs).sum()) + 1))
+        for alt in ("greater", "less"):
+            assert stratified_p(T, ns, as_, bs, alt, lf) == plain(T, ns, as_, bs, alt, lf)

@@ -78,3 +78,44 @@ def test_percentile_table_recentres_on_the_estimate():
     moved = resample.percentile_table(["s"], [5.0], draws, ci=0.5, recentre=True)
     assert plain.n_boot.iloc[0] == 3 and (plain.ci_low.iloc[0], plain.ci_high.iloc[0]) == (1.5, 2.5)
     assert (moved.ci_low.iloc[0], moved.ci_high.iloc[0]) == (4.5, 5.5)
+
+
+@pytest.mark.parametrize("gaps", [0.0, 0.1])
+def test_stacked_tables_equal_a_plain_loop_over_resamples(gaps):
+    X = _panel(n=180, k=6, gaps=gaps, seed=7)
+    (W,) = list(resample.item_weights(len(X), 9, seed=3, chunk=9))
+    stacked = tables.pair_counts_stack(X, W)
+    for r in range(len(W)):
+        for got, want in zip(stacked, tables.pair_counts(X, W[r])):
+            assert np.array_equal(got[r], want)  # integer counts: the same numbers, not merely close
+    halves = tables.pair_counts_stack(X, W * 0.5)  # non-integer weights: float64, close
+    for r in range(len(W)):
+        for got, want in zip(halves, tables.pair_counts(X, W[r] * 0.5)):
+            assert np.allclose(got[r], want, atol=1e-9)
+
+
+def test_stacked_one_factor_fits_equal_one_fit_at_a_time():
+    from metacog.stats import factor
+
+    X = _panel(n=300, k=7, gaps=0.03, seed=11)
+    est, raw, psi0 = hr._fit_matrix(X)
+    (W,) = list(resample.item_weights(len(X), 12, seed=2, chunk=12))
+    rho, ok = resample.tetrachoric_stack(X, W, start=raw)
+    share, psi, solved = factor.one_factor_share_stack(rho[ok], psi0)
+    assert solved.sum() >= 8  # the rest leave the interior (a uniqueness at a bound): fitted one at a time
+    for r, R in enumerate(rho[ok]):
+        want_share, want_psi = factor.one_factor_share(R, psi0)
+        if solved[r]:
+            assert abs(share[r] - want_share) < 1e-9 and np.allclose(psi[r], want_psi, atol=1e-6)
+        else:
+            assert np.isnan(share[r]) and ((want_psi < 0.006) | (want_psi > 0.99)).any()
+
+
+def test_a_heywood_matrix_is_left_to_the_one_at_a_time_fit():
+    from metacog.stats import factor
+
+    R = np.full((4, 4), 0.3)
+    R[0, 1] = R[1, 0] = 0.999  # two near-copies push a uniqueness to its bound
+    np.fill_diagonal(R, 1.0)
+    share, psi, solved = factor.one_factor_share_stack(R[None], np.full(4, 0.5))
+    assert not solved[0] and np.isnan(share[0]) and np.isnan(psi[0]).all()

@@ -52,3 +52,22 @@ def test_prepared_tables_are_reused_and_bad_weights_are_named():
         pair_counts(T, np.ones(3))
     with pytest.raises(ValueError, match="items x columns"):
         BinaryTables(np.ones(3))
+
+
+@pytest.mark.parametrize("gaps", [False, True])
+def test_stacked_counts_equal_counting_item_by_item_for_every_resample(gaps):
+    from metacog.stats.tables import cross_counts_stack, pair_counts_stack
+
+    X, Y, rng = data(3, gaps)
+    W = rng.integers(0, 4, (5, 40)).astype(float)
+    pairs, cross = pair_counts_stack(X, W), cross_counts_stack(X, Y, W)
+    for r, w in enumerate(W):
+        for i in range(X.shape[1]):
+            for j in range(X.shape[1]):
+                assert [t[r, i, j] for t in pairs] == counted(X[:, i], X[:, j], w)  # exact
+            for j in range(Y.shape[1]):
+                n00, n01, n10, m11 = counted(X[:, i], Y[:, j], w)
+                assert [t[r, i, j] for t in cross] == [n00 + n01 + n10 + m11, n10 + m11, n01 + m11, m11]
+        # and the same numbers as the one-weighting functions, bit for bit
+        for got, want in zip(cross, cross_counts(X, Y, w)):
+            assert np.array_equal(got[r], want)

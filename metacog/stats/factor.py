@@ -131,6 +131,65 @@ def one_factor_share(R, start=None, *, tol: float = 1e-12) -> tuple[float, np.nd
     return float((L ** 2).sum() / S.shape[0]), psi
 
 
+def one_factor_share_stack(R, start, *, tol: float = 1e-12, max_iter: int = 50):
+    """:func:`one_factor_share` of a stack of correlation matrices ``R`` (b x k x k) at once:
+    (shares (b,), uniquenesses (b x k), solved (b,) bool).
+
+    Each matrix's one-factor minres optimum is the root of the gradient of the ULS criterion,
+    ``diag(R - diag(psi) - L L') = 0``; it is found for the whole stack by Newton steps whose
+    Hessian comes from the eigendecomposition of ``R - diag(psi)`` (first-order perturbation of
+    the top eigenpair), from ``start`` (k uniquenesses, e.g. the full sample's). A matrix whose
+    Newton iteration leaves the interior of the bounds [0.005, 1] (a Heywood case), or does not
+    converge to a gradient below ``tol`` in ``max_iter`` steps, is not solved here (``solved``
+    False; its entries NaN) and is fitted by :func:`one_factor_share` instead. Where it is
+    solved, the optimum is the one :func:`one_factor_share` reaches, to its tolerance.
+    """
+    S = np.asarray(R, dtype=float)
+    b, k, _ = S.shape
+    psi = np.broadcast_to(np.clip(np.asarray(start, float), 0.005, 1.0), (b, k)).copy()
+    active = np.ones(b, bool)
+    solved = np.zeros(b, bool)
+    eye = np.eye(k)
+    diagS = np.diagonal(S, axis1=1, axis2=2)
+    for _ in range(max_iter):
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            break
+        M = S[idx] - psi[idx][:, :, None] * eye
+        vals, vecs = np.linalg.eigh(M)
+        lam, v = vals[:, -1], vecs[:, :, -1]
+        g = diagS[idx] - psi[idx] - lam[:, None] * v * v  # diag(E): the gradient is -2 g
+        conv = np.abs(g).max(axis=1) < tol
+        solved[idx[conv]] = True
+        active[idx[conv]] = False
+        go = ~conv & (lam > 0)
+        active[idx[~conv & ~go]] = False
+        if not go.any():
+            break
+        idx, g, lam, v, vals, vecs = idx[go], g[go], lam[go], v[go], vals[go], vecs[go]
+        gap = lam[:, None] - vals[:, :-1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            C = np.einsum("bim,bjm->bij", vecs[:, :, :-1] / gap[:, None, :], vecs[:, :, :-1])
+        # Jacobian of g in psi: -I + v_i^2 v_j^2 + 2 lam v_i v_j C_ij
+        J = -eye + (v * v)[:, :, None] * (v * v)[:, None, :] + 2.0 * lam[:, None, None] * v[:, :, None] * v[:, None, :] * C
+        try:
+            step = np.linalg.solve(J, g[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            active[idx] = False
+            break
+        new = psi[idx] - step
+        bad = ~np.isfinite(new).all(axis=1) | (new <= 0.005).any(axis=1) | (new > 1.0).any(axis=1)
+        active[idx[bad]] = False
+        psi[idx[~bad]] = new[~bad]
+    L2 = np.full(b, np.nan)
+    if solved.any():
+        sel = np.flatnonzero(solved)
+        lam = np.linalg.eigvalsh(S[sel] - psi[sel][:, :, None] * eye)[:, -1]
+        L2[sel] = np.maximum(lam, 0.0)
+    out_psi = np.where(solved[:, None], psi, np.nan)
+    return L2 / k, out_psi, solved
+
+
 def smc(R: np.ndarray) -> np.ndarray:
     """Squared multiple correlations 1 - 1/diag(R^-1) (pseudo-inverse if R is singular)."""
     try:

@@ -19,7 +19,7 @@ import pandas as pd
 from scipy.special import ndtri
 
 from .blas import single_blas_thread
-from .tables import BinaryTables, pair_counts, prepared  # noqa: F401 (the tables every resample uses)
+from .tables import BinaryTables, pair_counts, pair_counts_stack, prepared  # noqa: F401 (the tables every resample uses)
 from .tetrachoric import cor_smooth, fit_rho
 
 
@@ -114,10 +114,7 @@ def tetrachoric_stack(X, W, *, correct: float = 0.5, smooth: bool = True, start=
     b, k = W.shape[0], B.ones.shape[1]
     iu, ju = np.triu_indices(k, 1)
     tau = _thresholds(B, W)
-    cells = np.empty((4, b, iu.size))
-    for r in range(b):
-        for c, t in enumerate(pair_counts(B, W[r])):
-            cells[c, r] = t[iu, ju]
+    cells = np.stack([t[:, iu, ju] for t in pair_counts_stack(B, W)])
     tot = cells.sum(axis=0)
     ok = np.isfinite(tau).all(axis=1) & (tot >= 3).all(axis=1)
     fix = (cells.min(axis=0) == 0) & (tot > 1) & (correct > 0)

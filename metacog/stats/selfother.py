@@ -35,15 +35,11 @@ def _phi_matrix(C: np.ndarray, Y: np.ndarray) -> np.ndarray:
             K = (Cc.T @ Yc) / np.outer(sc, sy)
         K[~np.isfinite(K)] = np.nan  # a constant column has no tau
         return K
-    m = C.shape[1]
-    K = np.full((m, m), np.nan)
-    for j in range(m):
-        for k in range(m):
-            ok = ~np.isnan(C[:, j]) & ~np.isnan(Y[:, k])
-            x, y = C[ok, j], Y[ok, k]
-            if x.size > 1 and x.std() > 0 and y.std() > 0:
-                K[j, k] = np.corrcoef(x, y)[0, 1]
-    return K
+    # with gaps each pair has its own items: phi from the pair's complete-case 2x2 table, all
+    # pairs at once (the Pearson correlation of the pair's items, to rounding)
+    from .pairwise import TauTables
+
+    return TauTables(C, Y).tau()
 
 
 def _align(C: pd.DataFrame, Y: pd.DataFrame) -> pd.DataFrame:

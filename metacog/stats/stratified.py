@@ -57,16 +57,21 @@ def stratified_p(T, ns, as_, bs, alternative, lf=None):
         lf = gammaln(np.arange(int(ns.max()) + 2, dtype=float) + 1)
     lo = np.maximum(0, as_ + bs - ns)
     hi = np.minimum(as_, bs)
+    offset = int(lo.sum())
+    vary = hi > lo
+    # every stratum's hypergeometric pmf in one pass (the same arithmetic, term by term, as one
+    # stratum at a time), then convolved stratum after stratum in the data's order
+    size = (hi - lo + 1)[vary]
+    first = np.repeat(np.cumsum(size) - size, size)
+    x = np.repeat(lo[vary], size) + (np.arange(int(size.sum())) - first)
+    n_s, a_s, b_s = (np.repeat(v[vary], size) for v in (ns, as_, bs))
+    lp = (lf[a_s] - lf[x] - lf[a_s - x] + lf[n_s - a_s] - lf[b_s - x] - lf[n_s - a_s - b_s + x]
+          - lf[n_s] + lf[b_s] + lf[n_s - b_s])
     pmf = np.array([1.0])
-    offset = 0
-    for n_s, a_s, b_s, l, h in zip(ns, as_, bs, lo, hi):
-        offset += int(l)
-        if h == l:
-            continue
-        x = np.arange(l, h + 1)
-        lp = (lf[a_s] - lf[x] - lf[a_s - x] + lf[n_s - a_s] - lf[b_s - x] - lf[n_s - a_s - b_s + x]
-              - lf[n_s] + lf[b_s] + lf[n_s - b_s])
-        pmf = np.convolve(pmf, np.exp(lp))
+    e = np.exp(lp)
+    ends = np.cumsum(size).tolist()
+    for start, end in zip([0] + ends[:-1], ends):
+        pmf = np.convolve(pmf, e[start:end])
     support = offset + np.arange(pmf.size)
     if alternative == "greater":
         p = pmf[support >= T - 1e-9].sum()

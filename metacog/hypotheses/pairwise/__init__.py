@@ -70,14 +70,15 @@ def bootstrap_taus(C: np.ndarray, Y: np.ndarray, *, n_boot: int = 200, seed: int
     Returns one row per statistic ("mean tau", "self minus other") with estimate, ci_low,
     ci_high and n_boot (the resamples in which the statistic was defined). Each resample is a
     vector of item counts (:func:`metacog.stats.resample.item_weights`) that weights the 2x2
-    tables of :func:`metacog.stats.tau_matrix`; no matrix is copied.
+    tables of :func:`metacog.stats.tau_matrix`; no matrix is copied, and a chunk of resamples is
+    counted at once (:meth:`metacog.stats.pairwise.TauTables.tau_stack`).
     """
     tables = TauTables(C, Y)
     est_all, est_self, est_other = _summaries(tables.tau())
     draws = []
     for W in stats.resample.item_weights(C.shape[0], n_boot, seed=seed):
-        for w in W:
-            a, s, o = _summaries(tables.tau(w))
+        for K in tables.tau_stack(W):
+            a, s, o = _summaries(K)
             draws.append((a, s - o))
     return stats.resample.percentile_table(("mean tau", "self minus other"),
                                            (est_all, est_self - est_other), np.array(draws), ci=ci)

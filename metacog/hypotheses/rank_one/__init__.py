@@ -62,6 +62,25 @@ def _from_rho(rho: np.ndarray, start=None):
     return (float(ev[0] / m), float(ev[0] / ev[1]) if ev[1] > 0 else np.nan, share), psi
 
 
+def _from_rho_stack(rho: np.ndarray, ok: np.ndarray, psi0) -> list:
+    """:func:`_from_rho`'s three numbers for every matrix of a stack (b x k x k) whose ``ok`` is
+    True, started from the uniquenesses ``psi0``; None for the others (and for all when ``psi0``
+    does not fit). The eigenvalues come from one batched call and the one-factor fits from
+    :func:`metacog.stats.factor.one_factor_share_stack` (its unsolved cases from
+    :func:`metacog.stats.one_factor_share`, as :func:`_from_rho` fits them)."""
+    out = [None] * len(rho)
+    if psi0 is None or rho.shape[1] != psi0.size or not ok.any():
+        return out
+    sel = np.flatnonzero(ok)
+    m = rho.shape[1]
+    ev = np.linalg.eigvalsh(rho[sel])[:, ::-1]
+    share, _, solved = stats.factor.one_factor_share_stack(rho[sel], psi0)
+    for i, r in enumerate(sel):
+        sh = share[i] if solved[i] else stats.one_factor_share(rho[r], psi0)[0]
+        out[r] = (float(ev[i, 0] / m), float(ev[i, 0] / ev[i, 1]) if ev[i, 1] > 0 else np.nan, float(sh))
+    return out
+
+
 STRUCTURE_STATISTICS = ("first eigenvalue share", "eig1/eig2", "one-factor share")
 
 #: The values each statistic can take: a share lies in [0, 1]; the first eigenvalue is the
@@ -95,11 +114,10 @@ def bootstrap_structure(X: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
     for W in stats.resample.item_weights(n, n_boot, seed=seed):
         rho, ok = stats.resample.tetrachoric_stack(tables, W, start=raw if raw is not None and
                                                    raw.shape[0] == A.shape[1] else None)
+        fitted = _from_rho_stack(rho, ok, psi0)
         for r in range(len(W)):
-            if ok[r] and psi0 is not None and rho.shape[1] == psi0.size:
-                draws.append(_from_rho(rho[r], psi0)[0])
-            else:
-                draws.append(_eigen_stats(np.repeat(A, W[r].astype(int), axis=0)))
+            draws.append(fitted[r] if fitted[r] is not None else
+                         _eigen_stats(np.repeat(A, W[r].astype(int), axis=0)))
     return stats.resample.clip_to_range(stats.resample.percentile_table(
         STRUCTURE_STATISTICS, est, np.array(draws), ci=ci, recentre=True), STRUCTURE_BOUNDS)
 
