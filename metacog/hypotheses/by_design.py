@@ -121,7 +121,7 @@ def group_sentence(verdicts: list, supported: str, not_supported: str, insuffici
         if n == 1:
             clauses.append(f"{words} its one {noun.rstrip('s')} ({which})")
         elif len(names) == n:
-            clauses.append(f"{words} all {n} of its {noun} ({which})")
+            clauses.append(f"{words} {'both' if n == 2 else f'all {n}'} of its {noun} ({which})")
         else:
             clauses.append(f"{words} {len(names)} of its {n} {noun} ({which})")
     return "; ".join(clauses)
