@@ -76,6 +76,16 @@ def delong_paired(y_true, score_a, score_b, *, ci: float = 0.95) -> dict:
             "ci_low": d - z * se, "ci_high": d + z * se, "p_value": p}
 
 
+def population_means(C: np.ndarray) -> np.ndarray:
+    """items x models: each model's *population* confidence on each item, the mean of the other
+    models' confidence there (the model left out; NaN where no other model has one)."""
+    present = ~np.isnan(C)
+    total = np.nansum(C, axis=1, keepdims=True)
+    others = present.sum(axis=1, keepdims=True) - present
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(others > 0, (total - np.nan_to_num(C)) / others, np.nan)
+
+
 def internal_population(confidence: pd.DataFrame, correct: pd.DataFrame, *, ci: float = 0.95,
                         min_class: int = 10) -> pd.DataFrame:
     """Per model: internal AUROC, population AUROC (leave-one-out mean of the other models'
@@ -91,15 +101,11 @@ def internal_population(confidence: pd.DataFrame, correct: pd.DataFrame, *, ci: 
         correct = correct.reindex(index=confidence.index, columns=confidence.columns)
     C = confidence.to_numpy(dtype=float)
     Y = correct.to_numpy(dtype=float)
-    present = ~np.isnan(C)
-    total, count = np.nansum(C, axis=1), present.sum(axis=1)
+    P = population_means(C)
     rows = []
     for j, model in enumerate(confidence.columns):
         own = C[:, j]
-        others_n = count - present[:, j]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            population = np.where(others_n > 0, (total - np.nan_to_num(own)) / others_n, np.nan)
-        r = delong_paired(Y[:, j], own, population, ci=ci)
+        r = delong_paired(Y[:, j], own, P[:, j], ci=ci)
         rows.append({"model": model, "n_items": r["n_items"], "n_correct": r["n_pos"],
                      "auroc_internal": r["auroc_a"], "auroc_population": r["auroc_b"],
                      "diff": r["diff"], "se": r["se"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],

@@ -48,20 +48,17 @@ def matched_population(confidence: pd.DataFrame, correct: pd.DataFrame, *, ci: f
     levels and the same yes-rate, and DeLong's paired interval compares their AUROCs. One row per
     model: model, auroc_population_matched, diff_matched, ci_low_matched, ci_high_matched.
     """
-    from metacog.stats.population import delong_paired
+    from metacog.stats.population import delong_paired, population_means
 
     correct = correct.reindex(index=confidence.index, columns=confidence.columns)
     C = confidence.to_numpy(dtype=float)
     Y = correct.to_numpy(dtype=float)
-    present = ~np.isnan(C)
-    total, count = np.nansum(C, axis=1), present.sum(axis=1)
+    P = population_means(C)
     rng = np.random.default_rng(seed)
     rows = []
     for j, model in enumerate(confidence.columns):
         own = C[:, j]
-        others_n = count - present[:, j]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            pop = np.where(others_n > 0, (total - np.nan_to_num(own)) / others_n, np.nan)
+        pop = P[:, j]
         use = ~(np.isnan(own) | np.isnan(pop) | np.isnan(Y[:, j]))
         binar = np.full(own.shape, np.nan)
         idx = np.flatnonzero(use)
