@@ -23,7 +23,7 @@ import pandas as pd
 from metacog import stats
 from metacog.stats.pairwise import BASE_RATE, DIFFICULTY, TauTables, tau_matrix, unordered_pairs  # noqa: F401 (re-exported)
 from metacog.stats.validate import as_binary_frame, check_aligned
-from metacog.hypotheses.pairwise.prose import (AFTER, TIMING_HEADS, shared_sentence, timing_of,  # noqa: F401
+from metacog.hypotheses.pairwise.prose import (AFTER, MIN_MODELS, TIMING_HEADS, shared_sentence, timing_of,  # noqa: F401
                                                verdict_paragraph)
 
 #: Paper 1's prospective figures {benchmark: (mean tau-b, mean of its base-rate-matched null,
@@ -167,10 +167,6 @@ def table(panelset, *, alpha: float = 0.05, unanimous_rule: str = "either", n_pe
 
     return per_panel(panelset, analyse, alpha=alpha, unanimous_rule=unanimous_rule, n_perm=n_perm,
                      n_boot=n_boot, control=control, n_null=n_null, seed=seed)
-
-
-#: Fewer models than this cannot separate self-pairs from other-pairs meaningfully.
-MIN_MODELS = 5
 
 
 def self_rows(table: pd.DataFrame) -> pd.DataFrame:

@@ -189,7 +189,7 @@ def verdicts(table: pd.DataFrame) -> list:
     the binarised population (:func:`decided`). A panel of judgments about other people is not
     decided (:func:`is_third_person`). After answering the claim says so
     (:func:`metacog.hypotheses.pairwise.self_other_claim`'s rule)."""
-    from metacog.hypotheses.pairwise import AFTER, MIN_MODELS
+    from metacog.hypotheses.pairwise.prose import AFTER, MIN_MODELS
     from dataclasses import replace
 
     from metacog.hypotheses.verdict import decide

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+#: Fewer models than this cannot separate self-pairs from other-pairs meaningfully.
+MIN_MODELS = 5
+
 #: The judgment timing (:func:`metacog.hypotheses.common.timing`) at which a model can read its
 #: own answer before judging it: a self-advantage there is not paper 1's measurement.
 AFTER = "after answering"

@@ -21,10 +21,12 @@ from metacog.hypotheses.common import ChapterResult, chapter_result
 from metacog.hypotheses.by_design import verdict_frame_text as display_verdicts  # noqa: F401
 from metacog.stats.structure import DOMINANCE_RATIO, classify, rank_one
 from metacog.tidy.phrasing import plural
-from metacog.hypotheses.rank_one.display import (adequacy_counts, display_alignment, display_table,  # noqa: F401
-                                                  ordered_correlations, paper1_blocks, paper1_sentence)
+from metacog.hypotheses.rank_one.display import (ROTATION, adequacy_counts, display_alignment,  # noqa: F401
+                                                  display_table, ordered_correlations, paper1_blocks,
+                                                  paper1_sentence, random_raters, second_factor)
+from metacog.hypotheses.rank_one import protocols
 from metacog.hypotheses.rank_one.protocols import (SENSITIVITY_TEMPERATURE, mixed_protocols, temper,  # noqa: F401
-                                                   sensitivity_sentence, temperature_sensitivity)
+                                                   sensitivity_sentence)
 
 
 #: Fewer raters than this make a rank-one question meaningless: with two or three columns
@@ -332,13 +334,6 @@ def confidence_row(panel, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame([{"panel": panel.name, "matrix": "confidence", "subset": "all items", **row}])
 
 
-def random_raters(n_items: int, n_models: int, seed: int = 0) -> pd.DataFrame:
-    """Independent yes/no raters (each yes with probability one half): no shared axis at all."""
-    rng = np.random.default_rng(seed)
-    return pd.DataFrame((rng.random((n_items, n_models)) < 0.5).astype(float),
-                        columns=[f"rater {j + 1}" for j in range(n_models)])
-
-
 @chapter_result
 class Recut(ChapterResult):
     """:func:`what_if_cut`'s ``table`` (one row as in :func:`table`, or a ``result`` row saying why
@@ -394,35 +389,13 @@ def verdict_paragraph(verdicts: list, *tables: pd.DataFrame) -> str:
     return " ".join(parts) if parts else "No panel could be analysed."
 
 
-#: The rotation of :func:`second_factor`'s two-factor solution (psych's default for ``fa``).
-ROTATION = "oblimin"
-
-
-def second_factor(panels: list, top: int = 5) -> pd.DataFrame:
-    """The models loading most on the second factor of a two-factor minres fit of the first
-    panel's tetrachoric matrix, rotated by :data:`ROTATION` (oblique: the two factors may
-    correlate, and after rotation factor 1 is no longer the first eigen-axis): panel, model,
-    loading on rotated factor 1 and factor 2, and the same model's loadings on the unrotated
-    factors ("unrotated 1", the first eigen-axis of the fit, and "unrotated 2"), strongest
-    rotated second loading first. ``attrs`` hold ``rotation`` and ``factor_correlation`` (the
-    rotated factors' correlation). With no panel, one row saying so."""
-
-    if not panels:
-        return pd.DataFrame({"result": [f"No panel has {MIN_MODELS} or more models."]})
-    X = panels[0].confidence
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        tet = stats.tetrachoric(X.loc[:, X.nunique() == 2])
-        fa = stats.factor_analysis(tet.rho, 2, rotate=ROTATION)
-        plain = stats.factor_analysis(tet.rho, 2, rotate="none")
-    L = fa.loadings.copy()
-    L.columns = ["factor 1", "factor 2"]
-    U = plain.loadings.copy()
-    U.columns = ["unrotated 1", "unrotated 2"]
-    L = L.join(U)
-    order = L["factor 2"].abs().sort_values(ascending=False).index[:top]
-    out = L.loc[order].rename_axis("model").reset_index().assign(panel=panels[0].name)[
-        ["panel", "model", "factor 1", "factor 2", "unrotated 1", "unrotated 2"]]
-    out.attrs["rotation"] = fa.rotation
-    out.attrs["factor_correlation"] = (float(fa.phi.iloc[0, 1]) if fa.phi is not None else 0.0)
-    return out
+def temperature_sensitivity(panelset, decided: list, *, n_iter: int = 20, reference: str = "resampled",
+                            n_boot: int = 1000, unanimous_rule: str = "either", seed: int = 0,
+                            temperature: float = SENSITIVITY_TEMPERATURE) -> pd.DataFrame:
+    """:func:`metacog.hypotheses.rank_one.protocols.temperature_sensitivity` with this chapter's
+    :func:`table`, :func:`alignment_table` and :func:`verdicts` and their settings."""
+    def decide(ps):
+        return verdicts(table(ps, n_iter=n_iter, reference=reference, n_boot=n_boot,
+                              unanimous_rule=unanimous_rule, seed=seed),
+                        alignment_table(ps, unanimous_rule=unanimous_rule))
+    return protocols.temperature_sensitivity(panelset, decided, decide, temperature=temperature)

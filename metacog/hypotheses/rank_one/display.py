@@ -137,3 +137,44 @@ def paper1_sentence(comparison: pd.DataFrame, gate: pd.DataFrame, *, n_null: int
         parts.append(f"Our base-rate-matched null means are each the mean of {n_null} simulated draws; the exact "
                      f"null's mean is 0, and {spread}.")
     return " ".join(parts)
+
+
+def random_raters(n_items: int, n_models: int, seed: int = 0) -> pd.DataFrame:
+    """Independent yes/no raters (each yes with probability one half): no shared axis at all."""
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame((rng.random((n_items, n_models)) < 0.5).astype(float),
+                        columns=[f"rater {j + 1}" for j in range(n_models)])
+
+
+#: The rotation of :func:`second_factor`'s two-factor solution (psych's default for ``fa``).
+ROTATION = "oblimin"
+
+
+def second_factor(panels: list, top: int = 5) -> pd.DataFrame:
+    """The models loading most on the second factor of a two-factor minres fit of the first
+    panel's tetrachoric matrix, rotated by :data:`ROTATION` (oblique: the two factors may
+    correlate, and after rotation factor 1 is no longer the first eigen-axis): panel, model,
+    loading on rotated factor 1 and factor 2, and the same model's loadings on the unrotated
+    factors ("unrotated 1", the first eigen-axis of the fit, and "unrotated 2"), strongest
+    rotated second loading first. ``attrs`` hold ``rotation`` and ``factor_correlation`` (the
+    rotated factors' correlation). With no panel, one row saying so."""
+
+    if not panels:
+        return pd.DataFrame({"result": ["No panel has enough models to fit two factors."]})
+    X = panels[0].confidence
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tet = stats.tetrachoric(X.loc[:, X.nunique() == 2])
+        fa = stats.factor_analysis(tet.rho, 2, rotate=ROTATION)
+        plain = stats.factor_analysis(tet.rho, 2, rotate="none")
+    L = fa.loadings.copy()
+    L.columns = ["factor 1", "factor 2"]
+    U = plain.loadings.copy()
+    U.columns = ["unrotated 1", "unrotated 2"]
+    L = L.join(U)
+    order = L["factor 2"].abs().sort_values(ascending=False).index[:top]
+    out = L.loc[order].rename_axis("model").reset_index().assign(panel=panels[0].name)[
+        ["panel", "model", "factor 1", "factor 2", "unrotated 1", "unrotated 2"]]
+    out.attrs["rotation"] = fa.rotation
+    out.attrs["factor_correlation"] = (float(fa.phi.iloc[0, 1]) if fa.phi is not None else 0.0)
+    return out

@@ -78,19 +78,19 @@ def at_temperature(panel, temperature: float = SENSITIVITY_TEMPERATURE):
                    correct=panel.correct[keep], cut_report=cut_report, notes=[])
 
 
-def temperature_sensitivity(panelset, decided: list, *, temperature: float = SENSITIVITY_TEMPERATURE,
-                            n_iter: int = 20, reference: str = "resampled", n_boot: int = 1000,
-                            unanimous_rule: str = "either", seed: int = 0) -> pd.DataFrame:
+def temperature_sensitivity(panelset, decided: list, decide, *,
+                            temperature: float = SENSITIVITY_TEMPERATURE) -> pd.DataFrame:
     """The chapter's verdicts again on the models of every mixed panel (:func:`mixed_protocols`)
     sampled at ``temperature``, beside the panel's verdicts in ``decided``
-    (:func:`metacog.hypotheses.rank_one.verdicts` of the whole panel).
+    (:func:`metacog.hypotheses.rank_one.verdicts` of the whole panel). ``decide`` maps a panel set
+    to its verdicts with the chapter's own functions and settings
+    (:func:`metacog.hypotheses.rank_one.temperature_sensitivity` passes them).
 
     One row per (panel, claim): panel, models (whole panel), kept (models at ``temperature``),
     wordings_kept, claim, statistic, value on the whole panel and on the kept models (estimate with
-    its 95% interval), the two statuses and ``changes`` (yes/no). Computed with the chapter's own
-    settings, so a kept set of fewer than :data:`~metacog.hypotheses.rank_one.MIN_MODELS` models reads
-    "insufficient evidence" as any small panel does."""
-    from metacog.hypotheses import rank_one as hr
+    its 95% interval), the two statuses and ``changes`` (yes/no). A kept set of fewer than
+    :data:`~metacog.hypotheses.rank_one.MIN_MODELS` models reads "insufficient evidence" as any
+    small panel does."""
     from metacog.hypotheses.panels import PanelSet
     from metacog.tidy.report import fmt_ci
 
@@ -107,10 +107,7 @@ def temperature_sensitivity(panelset, decided: list, *, temperature: float = SEN
     if not subs:
         return pd.DataFrame(columns=cols)
     ps = PanelSet(list(subs.values()), pd.DataFrame(columns=["source", "benchmark", "probe", "note"]))
-    structure = hr.table(ps, n_iter=n_iter, reference=reference, n_boot=n_boot,
-                         unanimous_rule=unanimous_rule, seed=seed)
-    aligned = hr.alignment_table(ps, unanimous_rule=unanimous_rule)
-    again = hr.verdicts(structure, aligned)
+    again = decide(ps)
     whole = {v.claim: v for v in decided}
     rows = []
     for name, sub in subs.items():
