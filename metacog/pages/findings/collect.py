@@ -7,6 +7,8 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 
+import pandas as pd
+
 from metacog.data.designs import UNKNOWN, Design, design as design_of, timing_rank
 from metacog.pages.findings.claims import PAPER_CLAIMS
 
@@ -257,6 +259,21 @@ def _p_yes_note(answerer: str, verbal: str, gate0, gate2=None, paper: str = "") 
     return "; ".join(parts)
 
 
+def _stated_figure(answerer: str, h_proxy: bool, gains: pd.DataFrame, ranks: pd.DataFrame) -> str:
+    """The figure the P(Yes) answerer's own stated P(correct) gives for the same claim: its H_proxy
+    ranking (ρ with its interval) or its C2 gain over C0; '' when the chapter has none."""
+    from metacog.tidy.report import fmt_ci
+
+    base = _base_model(answerer)
+    if h_proxy:
+        r = ranks[(ranks["model"] == base) & (ranks["predictor"] == "h_proxy")]
+        return (f"H_proxy ρ = {fmt_ci(r.iloc[0]['spearman'], r.iloc[0]['ci_low'], r.iloc[0]['ci_high'], digits=2)}"
+                if len(r) else "")
+    r = gains[(gains["model"] == base) & (gains["policy"] == "c2")]
+    return (f"a C2 gain of {fmt_ci(r.iloc[0]['gain'], r.iloc[0]['gain_ci_low'], r.iloc[0]['gain_ci_high'], digits=3)}"
+            if len(r) else "")
+
+
 def _with_note(v, note: str):
     from dataclasses import replace
 
@@ -274,15 +291,13 @@ def _miscalibration(p: dict) -> list[Found]:
     from metacog.hypotheses.miscalibration import population as hpop
     from metacog.hypotheses.panels import panels
     from metacog.pages.findings.claims import PAPER2_MODELS
-    from metacog.tidy.report import fmt_ci
 
     sources, cuts = p["sources"], p.get("cuts") or {}
     frames = hm.policy_frames(sources, read_p_yes=p.get("read_p_yes", False), seed=p["seed"]).frames
     thresholds = {s: hm.threshold_for(s, cuts, p["threshold"]) for s in sources}
-    out, gates = [], {}
+    out = []
     for s, df in frames.items():
         g = hm.gate(df)
-        gates[s] = g
         gains = hm.loss_gains(df, thresholds[s], g)
         ranks = hm.domain_ranking(df, thresholds[s], p["lam"], g).ranks
         d = _source_design(s)
@@ -299,23 +314,12 @@ def _miscalibration(p: dict) -> list[Found]:
             g2 = hm.gate(df, "c2") if (df["probe"].astype(str) == "c2").any() else None
         for v in hm.policy_verdicts(gains, ranks, g, s):
             label = v.claim.split(": ", 1)[0]
-            if p_yes and "H_proxy" in v.claim:
-                who = [m for m in p_yes if label.endswith(short(m))] or p_yes
-                notes = []
-                for m in who:
-                    r = ranks[(ranks["model"] == _base_model(m)) & (ranks["predictor"] == "h_proxy")]
-                    verbal = (f"H_proxy ρ = {fmt_ci(r.iloc[0]['spearman'], r.iloc[0]['ci_low'], r.iloc[0]['ci_high'], digits=2)}"
-                              if len(r) else "")
-                    notes.append(_p_yes_note(m, verbal, g, None, PAPER2_MODELS["p2-h-proxy"]))
-                v = _with_note(v, ". ".join(notes))
-            elif p_yes:
-                notes = []
-                for m in p_yes:
-                    r = gains[(gains["model"] == _base_model(m)) & (gains["policy"] == "c2")]
-                    verbal = (f"a C2 gain of {fmt_ci(r.iloc[0]['gain'], r.iloc[0]['gain_ci_low'], r.iloc[0]['gain_ci_high'], digits=3)}"
-                              if len(r) else "")
-                    notes.append(_p_yes_note(m, verbal, g, g2, PAPER2_MODELS["p2-gain"]))
-                v = _with_note(v, ". ".join(notes))
+            if p_yes:
+                h_proxy = "H_proxy" in v.claim
+                who = ([m for m in p_yes if label.endswith(short(m))] or p_yes) if h_proxy else p_yes
+                v = _with_note(v, ". ".join(
+                    _p_yes_note(m, _stated_figure(m, h_proxy, gains, ranks), g, None if h_proxy else g2,
+                                PAPER2_MODELS["p2-h-proxy" if h_proxy else "p2-gain"]) for m in who))
             out.append(Found("miscalibration", v, label, d, answerers=signal))
     read = [(_panel_name(s), _source_design(s)) for s in frames]
     if p.get("probe_models"):
