@@ -6,15 +6,20 @@ functions, classes and constants it reaches in ``metacog`` (:func:`code_digest`)
 ``$METACOG_CACHE_DIR`` (else ``$XDG_CACHE_HOME/metacog``, else ``~/.cache/metacog``); set
 ``METACOG_NO_MEMO=1`` to always recompute. Writes are atomic, so a killed process leaves no
 half-written result, and an unreadable stored result is recomputed rather than trusted.
+With ``METACOG_MEMO_TRACE=<file>`` every lookup appends one line to that file: the function,
+whether it was computed, waited for (another process held its key) or read, and the seconds
+it took (``speed/bench_book.py`` prints the sums).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import pickle
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -270,20 +275,79 @@ def memo(func, *args, **kwargs):
     """
     if os.environ.get("METACOG_NO_MEMO"):
         return func(*args, **kwargs)
+    t0 = time.perf_counter()
     k = key(func, args, kwargs)
     path = folder() / f"{k}.pkl"
-    if path.exists():
+    found, result = _load(path, k)
+    if found:
+        _trace(func, "read", t0)
+        return result
+    # Chapters built at once ask for the same results (rank_one and pairwise share the pairwise
+    # tables): the first process to ask computes, the others wait for its file instead of
+    # computing it again.
+    with _key_lock(path):
+        found, result = _load(path, k)
+        if found:
+            _trace(func, "waited", t0)
+            return result
+        result = func(*args, **kwargs)
+        _store(path, k, result)
+    _trace(func, "computed", t0)
+    return result
+
+
+def _trace(func, how: str, t0: float) -> None:
+    """One line in the ``METACOG_MEMO_TRACE`` file: pid, function, how its result came, seconds."""
+    target = os.environ.get("METACOG_MEMO_TRACE")
+    if not target:
+        return
+    name = f"{getattr(func, '__module__', '?')}.{getattr(func, '__qualname__', repr(func))}"
+    try:
+        with open(target, "a") as fh:
+            fh.write(f"{os.getpid()}\t{name}\t{how}\t{time.perf_counter() - t0:.2f}\n")
+    except OSError:
+        pass
+
+
+def _load(path: Path, k: str):
+    """(True, result) when ``path`` holds the result stored under key ``k``; else (False, None)."""
+    if not path.exists():
+        return False, None
+    try:
+        with path.open("rb") as fh:
+            stored = pickle.load(fh)
+    except Exception:  # unpickling a damaged file can raise almost anything: recompute it
+        stored = None
+    # Each result is stored with its own key: a foreign or truncated file at this path, or a
+    # result stored under another key, is recomputed and replaced, never returned.
+    if isinstance(stored, dict) and stored.get("memo_key") == k and "result" in stored:
+        return True, stored["result"]
+    path.unlink(missing_ok=True)
+    return False, None
+
+
+@contextlib.contextmanager
+def _key_lock(path: Path):
+    """An exclusive lock on one key, held while its result is computed (fcntl; where that or
+    the lock file is unavailable, no lock: two processes may then compute the same result, as
+    before, and both store the same file)."""
+    try:
+        import fcntl
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(path.with_suffix(".lock"), "a")
+    except (ImportError, OSError):
+        yield
+        return
+    with fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            with path.open("rb") as fh:
-                stored = pickle.load(fh)
-        except Exception:  # unpickling a damaged file can raise almost anything: recompute it
-            stored = None
-        # Each result is stored with its own key: a foreign or truncated file at this path, or a
-        # result stored under another key, is recomputed and replaced, never returned.
-        if isinstance(stored, dict) and stored.get("memo_key") == k and "result" in stored:
-            return stored["result"]
-        path.unlink(missing_ok=True)
-    result = func(*args, **kwargs)
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _store(path: Path, k: str, result) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".part") as tmp:
@@ -291,4 +355,3 @@ def memo(func, *args, **kwargs):
         os.replace(tmp.name, path)  # atomic: processes sharing the cache never see half a file
     except OSError:  # a read-only cache must not stop an analysis
         pass
-    return result

@@ -25,6 +25,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,16 +33,34 @@ ROOT = Path(__file__).resolve().parents[1]
 DONE = re.compile(r"\[book\] (\S+): executed in ([0-9.]+) s")
 
 
-def run_once(args: list[str], env: dict | None = None) -> tuple[float, dict[str, float], int]:
+def run_once(args: list[str], env: dict | None = None) -> tuple[float, dict[str, float], int, list[str]]:
     metacog = Path(sys.executable).with_name("metacog")
+    with tempfile.NamedTemporaryFile(suffix=".tsv", delete=False) as fh:
+        trace = Path(fh.name)
     t0 = time.perf_counter()
     proc = subprocess.run([str(metacog), "book", *args], cwd=ROOT, capture_output=True, text=True,
-                          env=env)
+                          env={**(env or os.environ), "METACOG_MEMO_TRACE": str(trace)})
     wall = time.perf_counter() - t0
     chapters = {m.group(1): float(m.group(2)) for m in DONE.finditer(proc.stdout + proc.stderr)}
     if proc.returncode != 0:
         print((proc.stdout + proc.stderr)[-3000:])
-    return wall, chapters, proc.returncode
+    lines = trace.read_text().splitlines()
+    trace.unlink(missing_ok=True)
+    return wall, chapters, proc.returncode, lines
+
+
+def print_trace(lines: list[str], top: int = 12) -> None:
+    """Where the stored analyses' time went (metacog.memo's trace): seconds per function and how
+    its results came (computed, waited for another chapter computing it, read), slowest first."""
+    totals: dict[tuple[str, str], list[float]] = {}
+    for line in lines:
+        _pid, name, how, seconds = line.split("\t")
+        totals.setdefault((name, how), []).append(float(seconds))
+    if not totals:
+        return
+    print("    stored analyses (metacog.memo), slowest first:")
+    for (name, how), secs in sorted(totals.items(), key=lambda kv: -sum(kv[1]))[:top]:
+        print(f"      {sum(secs):7.1f} s  {how:<8} {len(secs):3d}x  {name}")
 
 
 def main() -> int:
@@ -56,12 +75,10 @@ def main() -> int:
     a = ap.parse_args()
     env = None
     if a.cold:
-        import tempfile
-
         env = {**os.environ, "METACOG_CACHE_DIR": tempfile.mkdtemp(prefix="metacog-cold-")}
     print(f"load average before: {os.getloadavg()}")
     for r in range(1, a.runs + 1):
-        wall, chapters, rc = run_once(["--force"] + (["--no-html"] if a.no_html else []), env)
+        wall, chapters, rc, trace = run_once(["--force"] + (["--no-html"] if a.no_html else []), env)
         label = ("cold: empty cache" if a.cold else "cache filled") if r == 1 else "cached analyses"
         goal = "cold build <= 300 s" if r == 1 and a.cold else "runs after the first <= 120 s"
         print(f"run {r} ({label}): {wall:.1f} s for {len(chapters)} chapters, exit {rc}"
@@ -69,6 +86,7 @@ def main() -> int:
         for page, s in sorted(chapters.items(), key=lambda kv: -kv[1]):
             flag = "  > 30 s" if r > 1 and s > 30 else ""
             print(f"    {page:<16} {s:6.1f} s{flag}")
+        print_trace(trace)
     print(f"load average after: {os.getloadavg()}")
     return 0
 

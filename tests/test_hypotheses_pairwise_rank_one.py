@@ -127,10 +127,17 @@ def test_rank_one_refuses_too_few_models_with_a_reason():
 
 
 def test_fisher_interval():
-    lo, hi = hr.fisher_ci(0.5, 103)
+    from metacog.stats import correlation_ci
+
+    lo, hi = correlation_ci(0.5, 103)
     assert lo == pytest.approx(np.tanh(np.arctanh(0.5) - 1.959964 / 10), abs=1e-6)
     assert hi == pytest.approx(np.tanh(np.arctanh(0.5) + 1.959964 / 10), abs=1e-6)
-    assert np.isnan(hr.fisher_ci(0.5, 3)[0])
+    lo_s, hi_s = correlation_ci(0.5, 103, method="spearman")  # wider: variance 1.06 / (n - 3)
+    assert hi_s - lo_s > hi - lo
+    assert np.tanh(np.arctanh(0.5) + 1.959964 * np.sqrt(1.06) / 10) == pytest.approx(hi_s, abs=1e-6)
+    assert np.isnan(correlation_ci(0.5, 3)[0])
+    with pytest.raises(ValueError, match="method must be 'pearson' or 'spearman'"):
+        correlation_ci(0.5, 10, method="kendall")
 
 
 def _third_person_table():

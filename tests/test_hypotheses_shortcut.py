@@ -11,6 +11,7 @@ from metacog.hypotheses.shortcut import detect
 from metacog.hypotheses import shortcut as hs
 from metacog.hypotheses.shortcut import display as sd
 from metacog.hypotheses.pairwise import tau_matrix
+from metacog.stats.tables import cross_counts
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,7 +67,7 @@ def test_weighted_advantage_matches_tau_matrix():
     w = np.random.default_rng(2).integers(0, 3, len(C)).astype(float)
     K = tau_matrix(C.to_numpy(), Y.to_numpy(), w)
     own = np.diag(K) - np.array([np.nanmean(np.delete(K[j], j)) for j in range(K.shape[0])])
-    got = hs._weighted_advantage(hs._tau_parts(C.to_numpy(), Y.to_numpy()), w)
+    got = hs._tau_advantage(*cross_counts(C.to_numpy(), Y.to_numpy(), w))
     np.testing.assert_allclose(got, own, atol=1e-12)
 
 

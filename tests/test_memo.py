@@ -31,6 +31,17 @@ def test_same_inputs_are_computed_once_and_other_inputs_again():
     assert len(CALLS) == 3
 
 
+def test_the_trace_file_says_how_each_result_came(cache, monkeypatch):
+    trace = cache / "trace.tsv"
+    monkeypatch.setenv("METACOG_MEMO_TRACE", str(trace))
+    df = pd.DataFrame({"a": [1.0, 2.0]})
+    memo.memo(slow_sum, df)
+    memo.memo(slow_sum, df)
+    rows = [line.split("\t") for line in trace.read_text().splitlines()]
+    assert [r[1:3] for r in rows] == [[f"{__name__}.slow_sum", "computed"], [f"{__name__}.slow_sum", "read"]]
+    assert all(float(r[3]) >= 0 for r in rows)
+
+
 def test_a_damaged_result_is_recomputed(cache):
     df = pd.DataFrame({"a": [1.0, 2.0]})
     memo.memo(slow_sum, df)
@@ -100,6 +111,37 @@ def test_processes_sharing_the_cache_get_whole_results(cache):
         assert p.returncode == 0 and out.strip() == "ok", err
     stored = list((cache / "results").glob("*.pkl"))
     assert len(stored) == 4 and not list((cache / "results").glob("*.part"))
+
+
+def test_processes_asking_at_once_compute_a_result_once(cache):
+    """Chapters built together ask for the same slow result: the first process computes it, the
+    others wait for its file. Each computation appends a line to a log; three processes started
+    together leave one line, and all three print the value."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    log = cache / "computed.log"
+    code = ("import time\n"
+            "from metacog import memo\n"
+            "def slow(n, log):\n"
+            "    with open(log, 'a') as fh:\n"
+            "        fh.write('computed\\n')\n"
+            "    time.sleep(1.5)\n"
+            "    return n * n\n"
+            f"print(memo.memo(slow, 12, {str(log)!r}))\n")
+    root = Path(memo.__file__).resolve().parents[1]
+    env = {**os.environ, "METACOG_CACHE_DIR": str(cache), "PYTHONPATH": str(root)}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        outs.append(out.strip())
+    assert outs == ["144"] * 3
+    assert log.read_text().splitlines() == ["computed"]
 
 
 def _load_case(tmp_path, name, helper_body, sentence_body, constant=3, registered="x - 1"):

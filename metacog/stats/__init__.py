@@ -32,10 +32,10 @@ __all__ = [
 
 # Intervals for verdicts (AUROC with DeLong's interval, proportions, bootstrap over items).
 from .intervals import (AurocResult, BootResult, auroc_ci, bootstrap_difference,  # noqa: E402
-                        bootstrap_items, proportion_ci)
+                        bootstrap_items, correlation_ci, proportion_ci)
 
 __all__ += ["AurocResult", "BootResult", "auroc_ci", "bootstrap_difference", "bootstrap_items",
-            "proportion_ci"]
+            "correlation_ci", "proportion_ci"]
 
 # One resampling engine: bootstrap count weights applied to weighted 2x2 tables.
 from . import resample  # noqa: E402

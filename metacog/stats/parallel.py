@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from .blas import single_blas_thread
-from .factor import factor_analysis
+from .factor import _minres, factor_analysis, one_factor_share_stack, smc
 from .tetrachoric import tetrachoric
 from .validate import as_binary_frame
 
@@ -48,13 +48,32 @@ class ParallelResult:
 
 
 def _eigs(X: np.ndarray, nf: int):
+    pc, fa = _eigs_stack([X], nf, None)
+    return pc[0], fa[0]
+
+
+def _eigs_stack(samples: list, nf: int, start):
+    """Component and factor eigenvalues (each draws x k, descending) of the tetrachoric matrices
+    of ``samples``, as ``factor_analysis(R, nf, rotate="none")`` gives them. With one factor the
+    minres fits of all draws are solved together (:func:`one_factor_share_stack`, Newton from
+    ``start`` uniquenesses or 1 - SMC); a draw it does not solve is fitted on its own."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # smoothing / Heywood notices on simulated data
-        t = tetrachoric(pd.DataFrame(X))
-        R = t.rho.to_numpy()
-        pc = np.sort(np.linalg.eigvalsh(R))[::-1]
-        fa = factor_analysis(R, nf, rotate="none").eigenvalues
-    return pc, fa
+        R = np.stack([tetrachoric(pd.DataFrame(S)).rho.to_numpy() for S in samples])
+        pc = np.linalg.eigvalsh(R)[:, ::-1]
+        if nf != 1:
+            return pc, np.stack([factor_analysis(r, nf, rotate="none").eigenvalues for r in R])
+        k = R.shape[1]
+        _, psi, solved = one_factor_share_stack(R, np.clip(1.0 - smc(R[0]), 0.005, 1.0)
+                                                if start is None else start)
+        for i in np.flatnonzero(~solved):
+            psi[i] = _minres(R[i], 1, None, 1e-12).x
+    vals, vecs = np.linalg.eigh(R - psi[:, :, None] * np.eye(k))
+    h2 = np.maximum(vals[:, -1], 0.0)[:, None] * vecs[:, :, -1] ** 2  # the one factor's communalities
+    Rm = R.copy()
+    idx = np.arange(k)
+    Rm[:, idx, idx] = h2
+    return pc, np.linalg.eigvalsh(Rm)[:, ::-1]
 
 
 def _simulate(L, tau, miss, rng, names, max_redraw):
@@ -62,23 +81,26 @@ def _simulate(L, tau, miss, rng, names, max_redraw):
 
     The f common factors are drawn once per item and shared by every column, which is what
     makes the simulated columns correlate as the model says; a column that comes out constant
-    has its own noise drawn again (up to ``max_redraw`` times)."""
+    (over the items it has) has its own noise drawn again (up to ``max_redraw`` times)."""
     n, k = miss.shape
     f = L.shape[1]
-    h2 = np.clip((L**2).sum(axis=1), 0.0, 0.999)
+    sd = np.sqrt(1 - np.clip((L**2).sum(axis=1), 0.0, 0.999))
     common = rng.standard_normal((n, f)) @ L.T if f else np.zeros((n, k))
-    S = np.empty((n, k))
+    seen = ~miss
+    B = np.empty((n, k), bool)
     todo = np.arange(k)
     for _ in range(max_redraw + 1):
-        z = common[:, todo] + np.sqrt(1 - h2[todo]) * rng.standard_normal((n, todo.size))
-        cols = np.where(miss[:, todo], np.nan, (z > tau[todo]).astype(float))
-        S[:, todo] = cols
-        with np.errstate(invalid="ignore"):
-            varies = np.nanmax(cols, axis=0, initial=-np.inf, where=~np.isnan(cols)) > \
-                np.nanmin(cols, axis=0, initial=np.inf, where=~np.isnan(cols))
+        full = todo.size == k
+        z = rng.standard_normal((n, todo.size))
+        z *= sd if full else sd[todo]
+        z += common if full else common[:, todo]  # common + sd * noise, as one expression would
+        b = z > (tau if full else tau[todo])
+        s = seen if full else seen[:, todo]
+        varies = (b & s).any(axis=0) & (~b & s).any(axis=0)
+        B[:, todo] = b
         todo = todo[~varies]
         if not todo.size:
-            return S
+            return np.where(miss, np.nan, B.astype(float))
     j = todo[0]
     raise ValueError(
         f"parallel_analysis: simulated column {names[j]!r} stays constant (threshold "
@@ -125,14 +147,10 @@ def parallel_analysis(X, n_iter: int = 20, reference: str = "resampled", seed: i
     tau = t.thresholds.to_numpy()
     obs_pc, obs_fa = _eigs(A, n_factors_fit)
     rng = np.random.default_rng(seed)
-    ref_pc = np.empty((n_iter, k))
-    ref_fa = np.empty((n_iter, k))
-    for it in range(n_iter):
-        if reference == "resampled":
-            S = rng.permuted(A, axis=0)  # every column shuffled on its own
-        else:
-            S = _simulate(np.zeros((k, 0)), tau, miss, rng, list(Xf.columns), max_redraw)
-        ref_pc[it], ref_fa[it] = _eigs(S, n_factors_fit)
+    samples = [rng.permuted(A, axis=0) if reference == "resampled"  # every column shuffled on its own
+               else _simulate(np.zeros((k, 0)), tau, miss, rng, list(Xf.columns), max_redraw)
+               for _ in range(n_iter)]
+    ref_pc, ref_fa = _eigs_stack(samples, n_factors_fit, None)
     if statistic == "mean":
         rpc, rfa = ref_pc.mean(axis=0), ref_fa.mean(axis=0)
     else:
@@ -155,17 +173,16 @@ def parallel_analysis(X, n_iter: int = 20, reference: str = "resampled", seed: i
         # that the q real factors put into the binary-data tetrachoric matrix is in the reference.
         rev = np.full(k, np.nan)
         rev[0] = rfa[0]
+        start = _minres(t.rho.to_numpy(), 1, None, 1e-12).x  # the observed one-factor fit's uniquenesses
         n_fac = 0 if obs_fa[0] <= rfa[0] else 1
         if n_fac:
             for q in range(1, k - 1):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     Lq = factor_analysis(t.rho, q, rotate="none").loadings.to_numpy()
-                draws = np.empty(n_iter)
-                for it in range(n_iter):
-                    S = _simulate(Lq, tau, miss, rng, list(Xf.columns), max_redraw)
-                    _, fa_s = _eigs(S, n_factors_fit)
-                    draws[it] = fa_s[q]
+                samples = [_simulate(Lq, tau, miss, rng, list(Xf.columns), max_redraw)
+                           for _ in range(n_iter)]
+                draws = _eigs_stack(samples, n_factors_fit, start)[1][:, q]
                 rev[q] = draws.mean() if statistic == "mean" else np.quantile(draws, statistic)
                 if obs_fa[q] > rev[q]:
                     n_fac = q + 1

@@ -28,7 +28,7 @@ from metacog.hypotheses.miscalibration import audit
 from metacog.hypotheses.adequacy import adequacy
 from metacog.hypotheses.common import ChapterResult, chapter_result, short_model
 from metacog.tidy.report import fmt_list, fmt_num, fmt_range
-from metacog.stats.intervals import proportion_ci
+from metacog.stats.intervals import correlation_ci, proportion_ci
 from metacog.stats.policy import POLICIES, policy_table
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, decide
 
@@ -160,16 +160,6 @@ def loss_gains(df: pd.DataFrame, threshold=0.8, gate_table: pd.DataFrame | None 
     return pd.DataFrame(rows)
 
 
-def spearman_ci(rho: float, n: int, ci: float = 0.95) -> tuple[float, float]:
-    """Fisher-z interval of a Spearman correlation from ``n`` pairs, with the Fieller, Hartley
-    and Pearson variance 1.06 / (n - 3); NaN when n < 4 or rho is missing."""
-    if not np.isfinite(rho) or n < 4:
-        return np.nan, np.nan
-    z = np.arctanh(np.clip(rho, -0.999999, 0.999999))
-    half = sps.norm.ppf(0.5 + ci / 2) * np.sqrt(1.06 / (n - 3))
-    return float(np.tanh(z - half)), float(np.tanh(z + half))
-
-
 @chapter_result
 class DomainRanking(ChapterResult):
     """:func:`domain_ranking`: ``domains`` (per model and domain: the C2 gain over C0, H_proxy
@@ -192,7 +182,7 @@ def domain_ranking(df: pd.DataFrame, threshold=0.8, lam: float = 1.0,
     thr = 0.8 if threshold == "median" else float(threshold)
     domains = audit.domain_table(df, policy="c2", lam=lam, threshold=thr)
     ranks = audit.ranking(domains)
-    ci = [spearman_ci(r, d) for r, d in zip(ranks["spearman"], ranks["domains"])]
+    ci = [correlation_ci(r, d, method="spearman") for r, d in zip(ranks["spearman"], ranks["domains"])]
     ranks["ci_low"], ranks["ci_high"] = [c[0] for c in ci], [c[1] for c in ci]
     if gate_table is not None:
         ranks["at_chance"] = ranks["model"].map(dict(zip(gate_table["model"], gate_table["at_chance"])))

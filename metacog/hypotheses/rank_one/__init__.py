@@ -242,17 +242,6 @@ def mean_tau_table(panelset, *, n_boot: int = 1000, unanimous_rule: str = "eithe
 NEGLIGIBLE_R = 0.1
 
 
-def fisher_ci(r: float, n: int, ci: float = 0.95) -> tuple[float, float]:
-    """Fisher-z interval of a Pearson correlation ``r`` from ``n`` pairs (NaN when n < 4)."""
-    from scipy.stats import norm
-
-    if not np.isfinite(r) or n < 4:
-        return np.nan, np.nan
-    z = np.arctanh(np.clip(r, -0.999999, 0.999999))
-    half = norm.ppf(0.5 + ci / 2) / np.sqrt(n - 3)
-    return float(np.tanh(z - half)), float(np.tanh(z + half))
-
-
 def alignment(confidence: pd.DataFrame, correct: pd.DataFrame, *, unanimous_rule: str = "either") -> pd.DataFrame:
     """Does the confidence axis line up with the performance axis, on all and contested items?
 
@@ -275,7 +264,7 @@ def alignment(confidence: pd.DataFrame, correct: pd.DataFrame, *, unanimous_rule
         warnings.simplefilter("ignore")
         a = stats.axis_alignment(confidence[varying], correct[varying], unanimous=unanimous_rule)
     for r in a.to_dict("records"):
-        lo, hi = fisher_ci(r.get("r_items", np.nan), int(r["n_items"]))
+        lo, hi = stats.correlation_ci(r.get("r_items", np.nan), int(r["n_items"]))
         rows.append({"subset": r["subset"], "items": int(r["n_items"]), "models": len(varying),
                      "r_items": r.get("r_items", np.nan), "r_items_ci_low": lo, "r_items_ci_high": hi,
                      "note": r.get("error", "") if isinstance(r.get("error", ""), str) else ""})

@@ -31,6 +31,7 @@ from metacog.hypotheses.common import ChapterResult, chapter_result
 from metacog.hypotheses.shortcut.twins import (MIN_DRAWS, MIN_PAIRS, NEAR_CONSTANT, SAME, label,  # noqa: F401
                                                name_twins, statistic, twin_pairs)
 from metacog.stats import resample
+from metacog.stats.tables import BinaryTables, cross_counts
 from metacog.tidy.report import fmt_count
 
 #: Fewer judges than this in either group (reasoning / non-reasoning) is too few to compare:
@@ -109,23 +110,25 @@ def _advantage(K: np.ndarray) -> np.ndarray:
         return d - np.nanmean(off, axis=1)
 
 
-def _tau_parts(C: np.ndarray, Y: np.ndarray):
-    """The arrays :func:`_weighted_advantage` multiplies, computed once per subset."""
-    Mc, My = (~np.isnan(C)).astype(float), (~np.isnan(Y)).astype(float)
-    return Mc, My, np.nan_to_num(C), np.nan_to_num(Y)
-
-
-def _weighted_advantage(parts, w: np.ndarray) -> np.ndarray:
-    """Self-advantage per judge with item weights ``w`` (tau-b as in
-    :func:`metacog.hypotheses.pairwise.tau_matrix`, which it matches)."""
-    Mc, My, C1, Y1 = parts
-    Myw, Y1w = My * w[:, None], Y1 * w[:, None]
-    n, n11, a, b = Mc.T @ Myw, C1.T @ Y1w, C1.T @ Myw, Mc.T @ Y1w
+def _tau_advantage(n, a, b, n11) -> np.ndarray:
+    """Self-advantage per judge from the weighted 2x2 margins of every judge's confidence against
+    every target's correctness (:func:`metacog.stats.tables.cross_counts`): tau-b as in
+    :func:`metacog.hypotheses.pairwise.tau_matrix`, which it matches."""
     den = a * (n - a) * b * (n - b)
     with np.errstate(divide="ignore", invalid="ignore"):
         K = (n * n11 - a * b) / np.sqrt(den)
     K[~(den > 0)] = np.nan
     return _advantage(K)
+
+
+def _atoms(masks: dict, names: list) -> tuple[list, np.ndarray]:
+    """The item sets from which every subset is a union: items grouped by which subsets hold them
+    (a domain, with or without the formal ones and 'all items'). Returns the atoms (boolean masks
+    over items) and which subsets each belongs to (atoms x subsets); items in no subset are left out."""
+    member = np.column_stack([np.asarray(masks[k], bool) for k in names])
+    patterns, which = np.unique(member, axis=0, return_inverse=True)
+    keep = np.flatnonzero(patterns.any(axis=1))
+    return [which.ravel() == j for j in keep], patterns[keep]
 
 
 def advantage_draws(confidence: pd.DataFrame, correct: pd.DataFrame, masks: dict, *,
@@ -134,18 +137,23 @@ def advantage_draws(confidence: pd.DataFrame, correct: pd.DataFrame, masks: dict
 
     Returns an array (n_boot + 1, subsets, models): row 0 is the estimate, rows 1.. resample
     items with replacement (one draw of item weights shared by all subsets). NaN where a
-    judge's confidence or correctness is constant in that subset.
+    judge's confidence or correctness is constant in that subset. The 2x2 margins are counted
+    once per atom (:func:`_atoms`: subsets overlap, e.g. a domain lies inside 'formal items' and
+    'all items') and summed into each subset, which is exact: counts add over disjoint items.
     """
     C = confidence.to_numpy(dtype=float)
     Y = correct.reindex(index=confidence.index, columns=confidence.columns).to_numpy(dtype=float)
     names = list(masks)
-    parts = [_tau_parts(C[masks[k]], Y[masks[k]]) for k in names]
+    atoms, member = _atoms(masks, names)
+    prepared = [(BinaryTables(C[a]), BinaryTables(Y[a])) for a in atoms]
     out = np.full((n_boot + 1, len(names), C.shape[1]), np.nan)
     n = C.shape[0]
     weights = [np.ones((1, n))] + (list(resample.item_weights(n, n_boot, seed=seed)) if n_boot else [])
     for b, w in enumerate(w for W in weights for w in W):
-        for s, name in enumerate(names):
-            out[b, s] = _weighted_advantage(parts[s], w[masks[name]])
+        counts = np.stack([np.stack(cross_counts(tc, ty, w[a])) for (tc, ty), a in zip(prepared, atoms)])
+        per_subset = np.einsum("js,jqkl->sqkl", member.astype(float), counts)  # margins summed over atoms
+        for s in range(len(names)):
+            out[b, s] = _tau_advantage(*per_subset[s])
     return out
 
 

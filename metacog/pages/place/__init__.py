@@ -290,12 +290,13 @@ def panel_sentence(r: Placement) -> str:
     """How many panel models' own confidence beats their population on these items."""
     p = r.population[~r.population["new"]]
     ok = p[p["sufficient"]]
-    above = int((ok["ci_low"] > 0).sum())
-    below = int((ok["ci_high"] < 0).sum())
+    above, below = int((ok["ci_low"] > 0).sum()), int((ok["ci_high"] < 0).sum())
+    edge = int(((ok["ci_low"] > 0) & (ok["ci_low"] < 0.0005)).sum())  # the table prints these ends as 0.000
     return (f"Of the {len(p)} panel models, {len(ok)} pass the same gate as the new model on these "
             f"items (above chance, at least {MIN_CLASS} right and {MIN_CLASS} wrong answers); {above} "
-            f"of them have internal AUROC above population (interval above 0) and {below} below it "
-            f"(interval below 0).")
+            f"of them have internal AUROC above population (interval above 0"
+            + (f"; in {edge} of them its lower end is under 0.0005 and prints as 0.000" if edge else "")
+            + f") and {below} below it (interval below 0).")
 
 
 def rank_table(r: Placement) -> pd.DataFrame:
