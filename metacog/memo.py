@@ -114,6 +114,45 @@ def _code_names(code) -> set[str]:
     return names
 
 
+def _imported_modules(code, module: str) -> set[str]:
+    """The ``metacog`` modules that imports inside ``code`` (and its nested code) name, relative
+    ones resolved against ``module``'s package, whether or not they have been imported yet: a
+    function that imports what it needs when it runs reaches the same code in every process."""
+    import dis
+    import importlib.util
+    import types
+
+    f = _module_file(module)
+    package = module if f is not None and f.name == "__init__.py" else module.rpartition(".")[0]
+    out = set()
+    ins = list(dis.get_instructions(code))
+    for i, op in enumerate(ins):
+        if op.opname != "IMPORT_NAME":
+            continue
+        level = ins[i - 2].argval if i >= 2 and ins[i - 2].opname == "LOAD_CONST" else 0
+        names = ins[i - 1].argval if i >= 1 and ins[i - 1].opname == "LOAD_CONST" else None
+        try:
+            full = importlib.util.resolve_name("." * level + op.argval, package) if level else op.argval
+        except (ImportError, ValueError):
+            continue
+        out.add(full)
+        out.update(f"{full}.{n}" for n in (names or ()) if isinstance(n, str))  # `from x import module`
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            out |= _imported_modules(const, module)
+    return {m for m in out if _module_file(m) is not None}
+
+
+def _import(name: str):
+    """The module ``name``, imported if need be; None when it cannot be (e.g. an optional extra)."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except Exception:  # an optional dependency missing: the key then leaves that module out
+        return None
+
+
 def _held_callables(value, depth: int = 3) -> list:
     """The callables a module-level container holds (a registry of functions: a dict of
     name -> function, a list of (name, function) pairs), looked for ``depth`` levels down."""
@@ -192,10 +231,12 @@ def code_digest(func) -> str:
                     todo.append(v)
             glob = obj.__globals__
             names = _code_names(obj.__code__)
+            lazy = [_import(m) for m in sorted(_imported_modules(obj.__code__, obj.__module__))]
         else:
             continue
         modules = [glob[n] for n in names if isinstance(glob.get(n), types.ModuleType)]
-        modules += [sys.modules[n] for n in names if n.startswith("metacog") and n in sys.modules]
+        if isinstance(obj, types.FunctionType):
+            modules += [m for m in lazy if m is not None]
         modules = [m for m in modules if m.__name__ == "metacog" or m.__name__.startswith("metacog.")]
         for n in sorted(names):
             candidates = [glob[n]] if n in glob else []

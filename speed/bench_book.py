@@ -14,6 +14,10 @@ With ``--cold`` the first run starts from an empty user cache (a temporary
 ``METACOG_CACHE_DIR``: no stored results, no parsed logs), which is the "cold first build"
 of issue #25 (goal: 5 minutes or less on 2 cores, with 1,000 resamples for every interval).
 
+After each run it prints where the stored analyses' time went (``METACOG_MEMO_TRACE``): seconds
+per function, by how each result came — computed, waited for (another chapter was computing the
+same result) or read from the cache.
+
 Usage: python speed/bench_book.py [--runs 2] [--no-html] [--cold]
 The numbers are only comparable on an otherwise idle machine; the load average is printed.
 """

@@ -186,3 +186,25 @@ def test_a_real_analysis_key_ignores_its_modules_sentence_helpers():
     assert reached != memo.code_digest(rank_one.verdict_paragraph)
     # the stats it calls are reached: a different analysis that shares none of them differs
     assert memo.code_digest(rank_one.bootstrap_structure) != memo.code_digest(rank_one.contested)
+
+
+def test_a_key_is_the_same_in_every_process_whatever_it_imported_before():
+    """The power chapter and the findings page ask for the same power analysis; the analysis
+    imports pairwise's bootstrap inside a function, which a findings process has imported and
+    a chapter process has not yet. Both must reach the same code, so the same key."""
+    import subprocess
+    import sys
+
+    code = ("import importlib, sys\n"
+            "from metacog import memo\n"
+            "for m in sys.argv[1:]: importlib.import_module(m)\n"
+            "from metacog.hypotheses import power\n"
+            "print(memo.code_digest(power.analyse))\n")
+
+    def digest(*before):
+        out = subprocess.run([sys.executable, "-c", code, *before], capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+
+    alone = digest()
+    assert len(alone) == 64
+    assert digest("metacog.pages.findings.collect", "metacog.hypotheses.pairwise") == alone

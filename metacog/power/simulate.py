@@ -42,6 +42,7 @@ model's confidence track its own correctness better than another model's.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +109,13 @@ def equicorrelation_share(rho: float, n_models: int) -> float:
     return (1.0 + (n_models - 1) * rho) / n_models
 
 
+@functools.lru_cache(maxsize=64)
+def _labels(prefix: str, width: int, n: int, name: str) -> pd.Index:
+    """'i00001', 'i00002', ... as an index (made once per size: simulations ask thousands of
+    times, and an index is immutable, so populations can share it)."""
+    return pd.Index([f"{prefix}{j + 1:0{width}d}" for j in range(n)], name=name)
+
+
 def population(n_models: int, n_items: int, kappa: float = 0.0, seed: int = 0, *,
                lam: float = 1.0, sigma_d: float = 1.0, sigma_u: float = 1.0,
                sigma_e: float = 0.7, ability_mean: float = 0.5, ability_sd: float = 0.5,
@@ -151,8 +159,6 @@ def population(n_models: int, n_items: int, kappa: float = 0.0, seed: int = 0, *
     correct = (z > 0).astype(np.int8)
     confidence = (c_star > t[None, :]).astype(np.int8)
 
-    models = [f"m{j + 1:02d}" for j in range(n_models)]
-    items = [f"i{i + 1:05d}" for i in range(n_items)]
     var_c = lam ** 2 + kappa ** 2 + sigma_e ** 2
     rho = lam ** 2 / var_c
     R = np.full((n_models, n_models), rho)
@@ -171,8 +177,7 @@ def population(n_models: int, n_items: int, kappa: float = 0.0, seed: int = 0, *
         "self_corr": float((lam * sigma_d + kappa * sigma_u) / (s_c * s_z)),
         "other_corr": float(lam * sigma_d / (s_c * s_z)),
     }
-    idx = pd.Index(items, name="item")
-    cols = pd.Index(models, name="model")
+    idx, cols = _labels("i", 5, n_items, "item"), _labels("m", 2, n_models, "model")
     latent = {"z": z, "c_star": c_star, "u": u} if keep_latent else None
     return Population(
         confidence=pd.DataFrame(confidence, index=idx, columns=cols),

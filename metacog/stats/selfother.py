@@ -50,8 +50,10 @@ def _align(C: pd.DataFrame, Y: pd.DataFrame) -> pd.DataFrame:
                 dup = list(idx[idx.duplicated()].unique()[:3])
                 raise ValueError(f"self_other_test: {name} has duplicated {what} label(s) {dup}; "
                                  f"each {what} must appear once.")
-        if set(a) != set(b):
-            only_c, only_y = a.difference(b), b.difference(a)
+        if a.equals(b):
+            continue
+        only_c, only_y = a.difference(b), b.difference(a)
+        if len(only_c) or len(only_y):
             fix = ("keep the shared items, e.g. items = confidence.index.intersection(correct.index); "
                    "confidence.loc[items], correct.loc[items] (an inner join), or correct.reindex("
                    "confidence.index) if missing correctness should count as unknown"
@@ -60,6 +62,8 @@ def _align(C: pd.DataFrame, Y: pd.DataFrame) -> pd.DataFrame:
                 f"self_other_test: confidence and correct have different {what} sets: "
                 f"{len(only_c)} {what}(s) only in confidence (e.g. {list(only_c[:3])}), "
                 f"{len(only_y)} only in correct (e.g. {list(only_y[:3])}). Fix: {fix}.")
+    if C.index.equals(Y.index) and C.columns.equals(Y.columns):
+        return Y
     return Y.reindex(index=C.index, columns=C.columns)
 
 
