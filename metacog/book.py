@@ -26,9 +26,16 @@ from metacog.manifest import (MANIFEST, BookError, Chapter, ManifestError, Param
                               notebook_parameters, page_title)
 
 
-def execute_chapter(chapter: Chapter, out_dir: Path, root: Path | None = None) -> Path:
+#: Thread counts set for a chapter's kernel when chapters run at once, each its share of the cores
+#: (kernels with a BLAS thread per core each oversubscribe the machine); set values are kept.
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def execute_chapter(chapter: Chapter, out_dir: Path, root: Path | None = None, *,
+                    threads: int | None = None) -> Path:
     """Execute one chapter with papermill into ``out_dir/<page>.ipynb`` (working directory:
-    ``root``, default :func:`book_root`); returns that path.
+    ``root``, default :func:`book_root`); returns that path. ``threads`` caps the kernel's BLAS
+    and OpenMP threads (:data:`THREAD_VARIABLES`).
 
     papermill runs in a child process of its own. In-process it changes the process's
     working directory around every read and write of a notebook and keeps the folder it
@@ -48,7 +55,8 @@ def execute_chapter(chapter: Chapter, out_dir: Path, root: Path | None = None) -
     target = out_dir / f"{chapter.page}.ipynb"
     cmd = [sys.executable, "-m", "metacog.book", str(staged), str(target), str(params), str(root)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        env = None if not threads else {**{v: str(threads) for v in THREAD_VARIABLES}, **os.environ}
+        proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
     finally:
         staged.unlink(missing_ok=True)
         params.unlink(missing_ok=True)
@@ -293,12 +301,14 @@ def _build_locked(root: Path, out: Path, src: Path, chapters: list[Chapter], *, 
             print(f"[book] {ch.page}: unchanged, reusing the executed copy", flush=True)
             continue
         todo.append((ch, target, fp))
+    todo = _schedule(todo, out)
+    threads = max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 and len(todo) > 1 else None
 
     def run(job):
         ch, target, fp = job
         t0 = time.time()
         try:
-            execute_chapter(ch, src / "notebooks", root)
+            execute_chapter(ch, src / "notebooks", root, threads=threads)
         except BookError as exc:
             with lock:
                 failures[ch.page] = str(exc)
@@ -313,6 +323,7 @@ def _build_locked(root: Path, out: Path, src: Path, chapters: list[Chapter], *, 
             tmp = stamps_file.with_suffix(".json.part")
             tmp.write_text(json.dumps(stamps, indent=1))
             os.replace(tmp, stamps_file)
+            _record_duration(out, ch.page, time.time() - t0)
         print(f"[book] {ch.page}: executed in {time.time() - t0:.1f} s ({ch.source}, parameter set "
               f"{ch.parameter_set!r})", flush=True)
 
@@ -332,6 +343,35 @@ def _build_locked(root: Path, out: Path, src: Path, chapters: list[Chapter], *, 
     if not html:
         return src
     return render(src, out)
+
+
+def _schedule(todo: list, out: Path) -> list:
+    """The chapters in the order they start: the longest first by their last build's time (a
+    chapter never timed counts as long and keeps its manifest place), and a page that gathers
+    other chapters' results (a ``chapters`` mapping among its parameters, as findings has) after
+    them, so it reads their stored results instead of waiting for them."""
+    try:
+        last = json.loads((out / "durations.json").read_text())
+    except (OSError, ValueError):
+        last = {}
+
+    def gathers(ch) -> bool:
+        return isinstance(ch.parameters.get("chapters"), dict)
+
+    return sorted(todo, key=lambda job: (gathers(job[0]), -float(last.get(job[0].page, float("inf")))))
+
+
+def _record_duration(out: Path, page: str, seconds: float) -> None:
+    """Remember how long ``page`` took, for :func:`_schedule` (atomically; callers hold the lock)."""
+    path = out / "durations.json"
+    try:
+        known = json.loads(path.read_text())
+    except (OSError, ValueError):
+        known = {}
+    known[page] = round(seconds, 1)
+    tmp = path.with_suffix(".json.part")
+    tmp.write_text(json.dumps(known, indent=1, sort_keys=True))
+    os.replace(tmp, path)
 
 
 def _stage_static(root: Path, src: Path) -> None:

@@ -323,3 +323,25 @@ def test_a_chapter_is_re_executed_only_when_code_it_imports_changes(tmp_path, mo
     after = {p: book._fingerprint(c, root, shared) for p, c in chapters.items()}
     assert after["uses_stats"] != before["uses_stats"]
     assert after["uses_report"] == before["uses_report"]
+
+
+def test_chapters_built_at_once_share_the_cores_and_the_next_build_starts_the_longest(tmp_path, monkeypatch):
+    import json
+    import os
+    from types import SimpleNamespace
+
+    for var in book.THREAD_VARIABLES:
+        monkeypatch.delenv(var, raising=False)
+    share = str(max(1, (os.cpu_count() or 1) // 2))
+    check = f"import os\nassert os.environ['OPENBLAS_NUM_THREADS'] == {share!r}, os.environ.get('OPENBLAS_NUM_THREADS')"
+    chapters = [{"page": p, "source": f"notebooks/{p}.md", "parameters": "s"} for p in ("pa", "pb")]
+    root = make_root(tmp_path, chapters, {"s": {}}, {"pa": ("A", check), "pb": ("B", check)})
+    book.build(root, html=False, out=tmp_path / "_build", jobs=2)
+    took = json.loads((tmp_path / "_build" / "durations.json").read_text())
+    assert set(took) == {"pa", "pb"} and all(s > 0 for s in took.values())
+
+    (tmp_path / "_build" / "durations.json").write_text(json.dumps({"short": 5.0, "long": 90.0, "gather": 1.0}))
+    pages = [SimpleNamespace(page=p, parameters=params) for p, params in
+             (("gather", {"chapters": {"long": "x"}}), ("short", {}), ("new", {}), ("long", {}))]
+    order = [job[0].page for job in book._schedule([(c, None, None) for c in pages], tmp_path / "_build")]
+    assert order == ["new", "long", "short", "gather"]  # never timed first, then longest; gatherers last

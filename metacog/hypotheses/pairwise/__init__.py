@@ -63,7 +63,7 @@ def _summaries(K: np.ndarray) -> tuple[float, float, float]:
 
 
 @stats.single_blas_thread
-def bootstrap_taus(C: np.ndarray, Y: np.ndarray, *, n_boot: int = 200, seed: int = 0,
+def bootstrap_taus(C: np.ndarray, Y: np.ndarray, *, n_boot: int = 1000, seed: int = 0,
                    ci: float = 0.95) -> pd.DataFrame:
     """Percentile intervals, resampling items, of the mean tau and of self minus other.
 

@@ -145,7 +145,7 @@ def _matched_part(fits: dict, row: dict, *, alpha, n_sims, n_null, n_perm, kappa
 
 def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, power_target: float = 0.8,
             alpha: float = 0.05, n_sims: int = 100, n_sims_factor: int = 30, n_perm: int = 199,
-            n_null: int = 200, kappa_max: float = 1.0, kappa_tol: float = 0.01, n_boot: int = 200,
+            n_null: int = 200, kappa_max: float = 1.0, kappa_tol: float = 0.01, n_boot: int = 1000,
             max_items: int = 2000, seed: int = 0) -> pd.DataFrame:
     """The power analysis and the observed statistic of one panel, as a one-row table.
 
@@ -198,7 +198,7 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, power_target: fl
 
 def table(panelset, *, power_target: float = 0.8, alpha: float = 0.05, n_sims: int = 100,
           n_sims_factor: int = 30, n_perm: int = 199, n_null: int = 200, kappa_max: float = 1.0,
-          kappa_tol: float = 0.01, n_boot: int = 200, max_items: int = 2000, seed: int = 0) -> pd.DataFrame:
+          kappa_tol: float = 0.01, n_boot: int = 1000, max_items: int = 2000, seed: int = 0) -> pd.DataFrame:
     """:func:`analyse` for every panel of a :class:`metacog.hypotheses.panels.PanelSet`, one row per panel with
     its name, source, benchmark, probe, judgment timing and design; remembered on disk
     (:func:`metacog.memo.memo`) while data, settings and code are unchanged."""

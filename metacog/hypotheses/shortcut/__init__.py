@@ -22,7 +22,6 @@ and :func:`account_verdicts` the account itself, on its defining prediction.
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -30,8 +29,8 @@ import pandas as pd
 from metacog.hypotheses.common import ChapterResult, chapter_result
 from metacog.hypotheses.shortcut.twins import (MIN_DRAWS, MIN_PAIRS, NEAR_CONSTANT, SAME, label,  # noqa: F401
                                                name_twins, statistic, twin_pairs)
+from metacog.hypotheses.shortcut.advantage import _tau_advantage, advantage_draws  # noqa: F401
 from metacog.stats import resample
-from metacog.stats.tables import BinaryTables, cross_counts
 from metacog.tidy.report import fmt_count
 
 #: Fewer judges than this in either group (reasoning / non-reasoning) is too few to compare:
@@ -100,63 +99,6 @@ def item_subsets(domains: pd.Series, formal_domains=FORMAL, min_items: int = MIN
     return {k: v for k, v in masks.items() if v.sum() >= min_items}
 
 
-def _advantage(K: np.ndarray) -> np.ndarray:
-    """Self tau minus the mean tau against the other targets, per judge (row)."""
-    d = np.diag(K).copy()
-    off = K.copy()
-    np.fill_diagonal(off, np.nan)
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return d - np.nanmean(off, axis=1)
-
-
-def _tau_advantage(n, a, b, n11) -> np.ndarray:
-    """Self-advantage per judge from the weighted 2x2 margins of every judge's confidence against
-    every target's correctness (:func:`metacog.stats.tables.cross_counts`): tau-b as in
-    :func:`metacog.hypotheses.pairwise.tau_matrix`, which it matches."""
-    den = a * (n - a) * b * (n - b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        K = (n * n11 - a * b) / np.sqrt(den)
-    K[~(den > 0)] = np.nan
-    return _advantage(K)
-
-
-def _atoms(masks: dict, names: list) -> tuple[list, np.ndarray]:
-    """The item sets from which every subset is a union: items grouped by which subsets hold them
-    (a domain, with or without the formal ones and 'all items'). Returns the atoms (boolean masks
-    over items) and which subsets each belongs to (atoms x subsets); items in no subset are left out."""
-    member = np.column_stack([np.asarray(masks[k], bool) for k in names])
-    patterns, which = np.unique(member, axis=0, return_inverse=True)
-    keep = np.flatnonzero(patterns.any(axis=1))
-    return [which.ravel() == j for j in keep], patterns[keep]
-
-
-def advantage_draws(confidence: pd.DataFrame, correct: pd.DataFrame, masks: dict, *,
-                    n_boot: int = 200, seed: int = 0) -> np.ndarray:
-    """Self-advantage of every judge in every subset, on the data and on item bootstraps.
-
-    Returns an array (n_boot + 1, subsets, models): row 0 is the estimate, rows 1.. resample
-    items with replacement (one draw of item weights shared by all subsets). NaN where a
-    judge's confidence or correctness is constant in that subset. The 2x2 margins are counted
-    once per atom (:func:`_atoms`: subsets overlap, e.g. a domain lies inside 'formal items' and
-    'all items') and summed into each subset, which is exact: counts add over disjoint items.
-    """
-    C = confidence.to_numpy(dtype=float)
-    Y = correct.reindex(index=confidence.index, columns=confidence.columns).to_numpy(dtype=float)
-    names = list(masks)
-    atoms, member = _atoms(masks, names)
-    prepared = [(BinaryTables(C[a]), BinaryTables(Y[a])) for a in atoms]
-    out = np.full((n_boot + 1, len(names), C.shape[1]), np.nan)
-    n = C.shape[0]
-    weights = [np.ones((1, n))] + (list(resample.item_weights(n, n_boot, seed=seed)) if n_boot else [])
-    for b, w in enumerate(w for W in weights for w in W):
-        counts = np.stack([np.stack(cross_counts(tc, ty, w[a])) for (tc, ty), a in zip(prepared, atoms)])
-        per_subset = np.einsum("js,jqkl->sqkl", member.astype(float), counts)  # margins summed over atoms
-        for s in range(len(names)):
-            out[b, s] = _tau_advantage(*per_subset[s])
-    return out
-
-
 def _headline(groups: pd.DataFrame, twins: pd.DataFrame) -> pd.DataFrame:
     """Per subset (and panel, when the tables have one): the judge comparison and the mean over
     same-weight twins, each a difference with ``ci_low``/``ci_high`` and its n."""
@@ -202,7 +144,7 @@ class ShortcutTables(ChapterResult):
 
 
 def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, domains: pd.Series, flags: pd.DataFrame, *,
-            formal_domains=FORMAL, n_boot: int = 200, seed: int = 0) -> ShortcutAnalysis:
+            formal_domains=FORMAL, n_boot: int = 1000, seed: int = 0) -> ShortcutAnalysis:
     """The chapter's analysis of one panel. Returns a :class:`ShortcutAnalysis` of tidy tables:
 
     - ``judges``: per judge and subset, self-advantage with its item-bootstrap interval, flag;
@@ -271,7 +213,7 @@ def panel_domains(panel) -> pd.Series:
     return d.reindex(panel.confidence.index).astype("string")
 
 
-def tables(panelset, *, formal_domains=FORMAL, reasoning_models=(), n_boot: int = 200,
+def tables(panelset, *, formal_domains=FORMAL, reasoning_models=(), n_boot: int = 1000,
            seed: int = 0) -> ShortcutTables:
     """:func:`analyse` for every panel (remembered on disk by :func:`metacog.memo.memo`).
 

@@ -141,7 +141,7 @@ def panel_gates(confidence: pd.DataFrame, correct: pd.DataFrame, options: pd.Ser
 
 
 def place(new: pd.DataFrame, *, panel: str = "calibration_study", probe: str = "verbal_confidence",
-          n_boot: int = 500, seed: int = 0) -> Placement:
+          n_boot: int = 1000, seed: int = 0) -> Placement:
     """Place the one model of tidy table ``new`` among ``panel``'s models on its items."""
     if probe not in PROBES:
         raise ValueError(f"probe {probe!r}: one of {list(PROBES)}.")

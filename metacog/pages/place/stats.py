@@ -65,7 +65,7 @@ def _rank(values: np.ndarray, higher_better: bool) -> np.ndarray:
     return sps.rankdata(-v if higher_better else v, axis=-1)
 
 
-def metric_ranks(confidence: pd.DataFrame, correct: pd.DataFrame, *, n_boot: int = 500, seed: int = 0,
+def metric_ranks(confidence: pd.DataFrame, correct: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
                  ci: float = 0.95) -> pd.DataFrame:
     """One row per model x metric: value, rank (1 = best of n_models), rank_ci_low, rank_ci_high
     (bootstrap percentiles over items), n_items (items where the model has both values)."""
