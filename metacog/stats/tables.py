@@ -85,10 +85,11 @@ def pair_counts(X, w=None) -> tuple:
     [1.0, 0.0, 1.0, 1.0]
     """
     T = prepared(X)
+    unit = w is None  # every item weighs 1: the products need no weighted copy
     w = _weights(T, w)
     exact = exact_in_float32(w)
     ones = T.as32()[0] if exact else T.ones
-    ones_wt = (ones * w.astype(ones.dtype)[:, None]).T
+    ones_wt = ones.T if unit else (ones * w.astype(ones.dtype)[:, None]).T
     n11 = (ones_wt @ ones).astype(float)
     ones_w = T.ones.T @ w  # weighted 1s of each column
     if T.has_gaps and exact:
@@ -96,7 +97,7 @@ def pair_counts(X, w=None) -> tuple:
         # than building the sparse gap matrix for a matrix used once (a parallel-analysis draw)
         seen = T.as32()[1]
         n1_ = (ones_wt @ seen).astype(float)
-        nn = ((seen * w.astype(seen.dtype)[:, None]).T @ seen).astype(float)
+        nn = ((seen.T if unit else (seen * w.astype(seen.dtype)[:, None]).T) @ seen).astype(float)
     elif T.gaps is None:
         n1_ = np.broadcast_to(ones_w[:, None], n11.shape)
         nn = w.sum()
