@@ -105,8 +105,11 @@ def test_ctrl_c_mid_run_prints_one_line_and_keeps_what_was_asked(tmp_path):
     from fakeserver import FakeServer
 
     items = tmp_path / "items.jsonl"
+    # 400 calls two at a time with 0.3 s replies take a minute: long enough that a loaded
+    # machine cannot finish them all between the poll below seeing a few rows and the signal
+    # (with 80 calls, 12 s, a CI run once finished first and exited 0)
     items.write_text("".join(json.dumps({"item_id": f"k{i}", "question": f"Q{i}? [[answer:{i}]]",
-                                         "gold": str(i), "benchmark": "test"}) + "\n" for i in range(80)))
+                                         "gold": str(i), "benchmark": "test"}) + "\n" for i in range(400)))
     cache = tmp_path / "cache"
     code = "import sys; from metacog.cli import run; sys.exit(run(sys.argv[1:]))"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
@@ -126,7 +129,7 @@ def test_ctrl_c_mid_run_prints_one_line_and_keeps_what_was_asked(tmp_path):
                     continue
             if done >= 4:
                 break
-        assert done >= 4 and proc.poll() is None
+        assert done >= 4 and proc.poll() is None, (done, proc.poll())
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
