@@ -105,9 +105,8 @@ def test_ctrl_c_mid_run_prints_one_line_and_keeps_what_was_asked(tmp_path):
     from fakeserver import FakeServer
 
     items = tmp_path / "items.jsonl"
-    # 400 calls two at a time with 0.3 s replies take a minute: long enough that a loaded
-    # machine cannot finish them all between the poll below seeing a few rows and the signal
-    # (with 80 calls, 12 s, a CI run once finished first and exited 0)
+    # 400 calls two at a time with 0.3 s replies take a minute, so the run is still asking when
+    # the signal comes, however loaded the machine
     items.write_text("".join(json.dumps({"item_id": f"k{i}", "question": f"Q{i}? [[answer:{i}]]",
                                          "gold": str(i), "benchmark": "test"}) + "\n" for i in range(400)))
     cache = tmp_path / "cache"
@@ -117,7 +116,10 @@ def test_ctrl_c_mid_run_prints_one_line_and_keeps_what_was_asked(tmp_path):
         proc = subprocess.Popen([sys.executable, "-c", code, "elicit", "--items", str(items), "--models",
                                  "openai/fake", "--probes", "answer", "--api-base", srv.base_url,
                                  "--cache", str(cache), "--concurrency", "2", "--no-progress"],
-                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                # Ctrl-C as at a terminal: a test suite started in the background
+                                # (nohup, `cmd &` in a script) ignores SIGINT, and so would the child
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         db, done = cache / "responses.sqlite", 0
         for _ in range(600):  # polls until a few answers are cached (fails only if none ever are)
             time.sleep(0.1)
