@@ -216,6 +216,7 @@ def code_digest(func) -> str:
             todo.extend(codes)
             glob = vars(sys.modules.get(obj.__module__, types.ModuleType("x")))
             names = set().union(*(_code_names(f.__code__) for f in codes)) if codes else set()
+            lazy = []  # the methods' own imports are followed when each method is visited
         elif isinstance(obj, types.FunctionType):
             try:
                 src = inspect.getsource(obj)
@@ -235,8 +236,7 @@ def code_digest(func) -> str:
         else:
             continue
         modules = [glob[n] for n in names if isinstance(glob.get(n), types.ModuleType)]
-        if isinstance(obj, types.FunctionType):
-            modules += [m for m in lazy if m is not None]
+        modules += [m for m in lazy if m is not None]
         modules = [m for m in modules if m.__name__ == "metacog" or m.__name__.startswith("metacog.")]
         for n in sorted(names):
             candidates = [glob[n]] if n in glob else []

@@ -158,11 +158,11 @@ def block_notes(power_table: pd.DataFrame) -> str:
         lines.append(f"- **{r['panel']}**: " + "; ".join(bits) + ".")
     if not lines:
         return "No panel was given."
-    part = [r["panel"] for r in power_table.to_dict("records") if not r.get("note")
-            and (int(r["models"]) < int(r["models_total"]) or int(r["items"]) < int(r["items_total"]))]
+    analysed = [r for r in power_table.to_dict("records") if not r.get("note")]
+    part = [r["panel"] for r in analysed
+            if int(r["models"]) < int(r["models_total"]) or int(r["items"]) < int(r["items_total"])]
     if part:
-        n = sum(1 for r in power_table.to_dict("records") if not r.get("note"))
-        lines.append(f"\nOn {which(part, n, 'analysed panel')} the block is not the whole panel, so the "
+        lines.append(f"\nOn {which(part, len(analysed), 'analysed panel')} the block is not the whole panel, so the "
                      f"self-minus-other statistic T below is computed on other data than the pairwise "
                      f"chapter's T for the same panel (the same statistic and resampling, on fewer models or "
                      f"items), and its value and interval differ from that chapter's.")

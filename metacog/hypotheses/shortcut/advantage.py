@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from metacog.stats import resample
+from metacog.stats.pairwise import _phi
 from metacog.stats.tables import BinaryTables, cross_counts_stack
 
 
@@ -26,13 +27,9 @@ def _advantage(K: np.ndarray) -> np.ndarray:
 
 def _tau_advantage(n, a, b, n11) -> np.ndarray:
     """Self-advantage per judge from the weighted 2x2 margins of every judge's confidence against
-    every target's correctness (:func:`metacog.stats.tables.cross_counts`): tau-b as in
-    :func:`metacog.hypotheses.pairwise.tau_matrix`, which it matches."""
-    den = a * (n - a) * b * (n - b)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        K = (n * n11 - a * b) / np.sqrt(den)
-    K[~(den > 0)] = np.nan
-    return _advantage(K)
+    every target's correctness (:func:`metacog.stats.tables.cross_counts`), tau-b computed as
+    :class:`metacog.stats.pairwise.TauTables` computes it."""
+    return _advantage(_phi(n, a, b, n11))
 
 
 def _atoms(masks: dict, names: list) -> tuple[list, np.ndarray]:
