@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from metacog import schedule
 from metacog.manifest import (MANIFEST, BookError, Chapter, ManifestError, ParameterError,  # noqa: F401
                               _read_notebook, book_root, check_parameters, load_manifest,
                               notebook_parameters, page_title)
@@ -32,10 +33,11 @@ THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 def execute_chapter(chapter: Chapter, out_dir: Path, root: Path | None = None, *,
-                    threads: int | None = None) -> Path:
+                    threads: int | None = None, memo_trace: Path | None = None) -> Path:
     """Execute one chapter with papermill into ``out_dir/<page>.ipynb`` (working directory:
     ``root``, default :func:`book_root`); returns that path. ``threads`` caps the kernel's BLAS
-    and OpenMP threads (:data:`THREAD_VARIABLES`).
+    and OpenMP threads (:data:`THREAD_VARIABLES`); ``memo_trace`` is the kernel's
+    ``METACOG_MEMO_TRACE`` file (:func:`metacog.schedule.take_trace` reads it).
 
     papermill runs in a child process of its own. In-process it changes the process's
     working directory around every read and write of a notebook and keeps the folder it
@@ -55,7 +57,8 @@ def execute_chapter(chapter: Chapter, out_dir: Path, root: Path | None = None, *
     target = out_dir / f"{chapter.page}.ipynb"
     cmd = [sys.executable, "-m", "metacog.book", str(staged), str(target), str(params), str(root)]
     try:
-        env = None if not threads else {**{v: str(threads) for v in THREAD_VARIABLES}, **os.environ}
+        env = {**({v: str(threads) for v in THREAD_VARIABLES} if threads else {}), **os.environ,
+               **({"METACOG_MEMO_TRACE": str(memo_trace)} if memo_trace else {})}
         proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env)
     finally:
         staged.unlink(missing_ok=True)
@@ -167,7 +170,7 @@ def _shared_digest(root: Path) -> bytes:
 
 def notebook_modules(source: Path) -> list[str]:
     """The ``metacog`` modules a chapter's code cells import (``from metacog.x import y`` counts
-    ``metacog.x`` and, when it is a module, ``metacog.x.y``)."""
+    ``metacog.x.y`` when it is a module, else ``metacog.x``: :func:`metacog.memo._from_import`)."""
     import ast
 
     from metacog import memo
@@ -185,8 +188,7 @@ def notebook_modules(source: Path) -> list[str]:
             if isinstance(node, ast.Import):
                 names.update(a.name for a in node.names)
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names.add(node.module)
-                names.update(f"{node.module}.{a.name}" for a in node.names)
+                names.update(memo._from_import(node.module, [a.name for a in node.names]))
     # 'metacog' itself is only the package docstring; its code_version would be the whole package
     return sorted(n for n in names if n != "metacog" and memo._module_file(n) is not None)
 
@@ -301,14 +303,15 @@ def _build_locked(root: Path, out: Path, src: Path, chapters: list[Chapter], *, 
             print(f"[book] {ch.page}: unchanged, reusing the executed copy", flush=True)
             continue
         todo.append((ch, target, fp))
-    todo = _schedule(todo, out)
+    todo = schedule.order(todo, out)
     threads = max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 and len(todo) > 1 else None
 
     def run(job):
         ch, target, fp = job
         t0 = time.time()
+        trace = out / f".{ch.page}.memo.tsv"
         try:
-            execute_chapter(ch, src / "notebooks", root, threads=threads)
+            execute_chapter(ch, src / "notebooks", root, threads=threads, memo_trace=trace)
         except BookError as exc:
             with lock:
                 failures[ch.page] = str(exc)
@@ -317,15 +320,19 @@ def _build_locked(root: Path, out: Path, src: Path, chapters: list[Chapter], *, 
             print(f"[book] {ch.page}: FAILED after {time.time() - t0:.1f} s ({ch.source}, parameter set "
                   f"{ch.parameter_set!r})", flush=True)
             return
+        finally:
+            waited = schedule.take_trace(trace, os.environ.get("METACOG_MEMO_TRACE"))
+        took = time.time() - t0
         with lock:  # the stamp is written as soon as a chapter is done: a crash keeps the others
             stamps[ch.page] = fp
             stamps_file.parent.mkdir(parents=True, exist_ok=True)
             tmp = stamps_file.with_suffix(".json.part")
             tmp.write_text(json.dumps(stamps, indent=1))
             os.replace(tmp, stamps_file)
-            _record_duration(out, ch.page, time.time() - t0)
-        print(f"[book] {ch.page}: executed in {time.time() - t0:.1f} s ({ch.source}, parameter set "
-              f"{ch.parameter_set!r})", flush=True)
+            schedule.record(out, ch.page, took - waited)
+        wait = f", {waited:.0f} s of it waiting for results another chapter was computing" if waited >= 1 else ""
+        print(f"[book] {ch.page}: executed in {took:.1f} s ({ch.source}, parameter set "
+              f"{ch.parameter_set!r}{wait})", flush=True)
 
     if jobs == 1 or len(todo) <= 1:
         for job in todo:
@@ -343,35 +350,6 @@ def _build_locked(root: Path, out: Path, src: Path, chapters: list[Chapter], *, 
     if not html:
         return src
     return render(src, out)
-
-
-def _schedule(todo: list, out: Path) -> list:
-    """The chapters in the order they start: the longest first by their last build's time (a
-    chapter never timed counts as long and keeps its manifest place), and a page that gathers
-    other chapters' results (a ``chapters`` mapping among its parameters, as findings has) after
-    them, so it reads their stored results instead of waiting for them."""
-    try:
-        last = json.loads((out / "durations.json").read_text())
-    except (OSError, ValueError):
-        last = {}
-
-    def gathers(ch) -> bool:
-        return isinstance(ch.parameters.get("chapters"), dict)
-
-    return sorted(todo, key=lambda job: (gathers(job[0]), -float(last.get(job[0].page, float("inf")))))
-
-
-def _record_duration(out: Path, page: str, seconds: float) -> None:
-    """Remember how long ``page`` took, for :func:`_schedule` (atomically; callers hold the lock)."""
-    path = out / "durations.json"
-    try:
-        known = json.loads(path.read_text())
-    except (OSError, ValueError):
-        known = {}
-    known[page] = round(seconds, 1)
-    tmp = path.with_suffix(".json.part")
-    tmp.write_text(json.dumps(known, indent=1, sort_keys=True))
-    os.replace(tmp, path)
 
 
 def _stage_static(root: Path, src: Path) -> None:

@@ -43,7 +43,8 @@ def _module_file(name: str) -> Path | None:
 
 
 def _imports(path: Path, name: str) -> set[str]:
-    """The ``metacog`` modules a source file imports (absolute and relative imports)."""
+    """The ``metacog`` modules a source file imports (absolute and relative imports;
+    :func:`_from_import` says which a ``from ... import`` reads)."""
     import ast
 
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
@@ -57,9 +58,18 @@ def _imports(path: Path, name: str) -> set[str]:
                 parts = package.split(".")
                 parts = parts[: len(parts) - (node.level - 1)]
                 base = ".".join(parts + ([base] if base else []))
-            out.add(base)
-            out.update(f"{base}.{a.name}" for a in node.names)
+            out.update(_from_import(base, [a.name for a in node.names]))
     return {m for m in out if _module_file(m) is not None}
+
+
+def _from_import(base: str, names: list[str]) -> set[str]:
+    """The ``metacog`` modules ``from base import names`` reads: each name that is a module of
+    its own, and ``base`` itself only when some name is defined there (or ``*``). Python also
+    runs the package's ``__init__`` to import a submodule, but the submodule's code does not
+    read it, so ``from metacog.hypotheses.shortcut import detect`` does not tie a page to the
+    shortcut chapter's own module."""
+    subs = {f"{base}.{n}" for n in names if n != "*" and _module_file(f"{base}.{n}") is not None}
+    return subs | ({base} if len(subs) < len(names) else set())
 
 
 @functools.cache
@@ -326,7 +336,7 @@ def memo(func, *args, **kwargs):
     # Chapters built at once ask for the same results (rank_one and pairwise share the pairwise
     # tables): the first process to ask computes, the others wait for its file instead of
     # computing it again.
-    with _key_lock(path):
+    with key_lock(path):
         found, result = _load(path, k)
         if found:
             _trace(func, "waited", t0)
@@ -368,10 +378,11 @@ def _load(path: Path, k: str):
 
 
 @contextlib.contextmanager
-def _key_lock(path: Path):
-    """An exclusive lock on one key, held while its result is computed (fcntl; where that or
-    the lock file is unavailable, no lock: two processes may then compute the same result, as
-    before, and both store the same file)."""
+def key_lock(path: Path):
+    """An exclusive lock on the file ``path`` is written to (a ``.lock`` file beside it), held
+    while it is computed, so processes that want the same file at once compute it once: the
+    others wait, then read it (fcntl; where that or the lock file is unavailable, no lock: two
+    processes may then compute the same result and both store the same file)."""
     try:
         import fcntl
 

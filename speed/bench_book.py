@@ -18,8 +18,19 @@ After each run it prints where the stored analyses' time went (``METACOG_MEMO_TR
 per function, by how each result came — computed, waited for (another chapter was computing the
 same result) or read from the cache.
 
-Usage: python speed/bench_book.py [--runs 2] [--no-html] [--cold]
-The numbers are only comparable on an otherwise idle machine; the load average is printed.
+With ``--edit MODULE`` it then appends a comment line to ``metacog/<MODULE>`` (e.g.
+``hypotheses/shortcut/__init__.py``), runs ``metacog book`` (not forced) and prints which
+chapters were executed again and how long that took, then restores the file: the "warm rebuild
+after a one-line change to one chapter's module" of issue #25 (goal: that chapter only).
+
+With ``--files 20x1000 14x7000`` it writes ``metacog example-data`` files of those shapes
+(models x items per benchmark, three benchmarks: 14x7000 is 14 models x 21,000 items) and times
+``metacog chapter NAME --source FILE`` for every hypothesis chapter, each from an empty cache,
+render included (goals: 60 s for 20 x 1,000 items, 3 minutes for 14 x 21,000).
+
+Usage: python speed/bench_book.py [--runs 2] [--no-html] [--cold] [--edit MODULE] [--files SHAPE ...]
+``--runs 0`` skips the whole-book runs. The numbers are only comparable on an otherwise idle
+machine; the load average is printed.
 """
 
 from __future__ import annotations
@@ -35,6 +46,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DONE = re.compile(r"\[book\] (\S+): executed in ([0-9.]+) s")
+
+#: The chapters a researcher runs on a response file of their own.
+HYPOTHESES = ("rank_one", "pairwise", "shortcut", "power", "miscalibration", "reasoning_text")
+
+#: Seconds each hypothesis chapter may take on a file of this many models x items (issue #25).
+FILE_GOALS = {(20, 1000): 60, (14, 21000): 180}
 
 
 def run_once(args: list[str], env: dict | None = None) -> tuple[float, dict[str, float], int, list[str]]:
@@ -67,6 +84,49 @@ def print_trace(lines: list[str], top: int = 12) -> None:
         print(f"      {sum(secs):7.1f} s  {how:<8} {len(secs):3d}x  {name}")
 
 
+def edited_rebuild(module: str, env: dict | None) -> None:
+    """Append a comment line to ``metacog/<module>``, run ``metacog book`` and print which chapters
+    ran again; the file is restored whatever happens."""
+    path = ROOT / "metacog" / module
+    before = path.read_bytes()
+    try:
+        path.write_bytes(before + b"\n# bench_book: a one-line change\n")
+        wall, chapters, rc, _ = run_once([], env)
+    finally:
+        path.write_bytes(before)
+    ran = ", ".join(f"{p} {s:.1f} s" for p, s in sorted(chapters.items(), key=lambda kv: -kv[1])) or "none"
+    print(f"one-line change to metacog/{module}: {wall:.1f} s, exit {rc}; chapters executed again: {ran}"
+          f"  [goal: only the chapters that import it]")
+
+
+def file_chapters(shapes: list[str]) -> None:
+    """Time every hypothesis chapter on ``metacog example-data`` files of these shapes, each from an
+    empty cache (the local model weights are shared, as a researcher's machine keeps them)."""
+    metacog = str(Path(sys.executable).with_name("metacog"))
+    for shape in shapes:
+        models, items = (int(x) for x in shape.lower().split("x"))
+        work = Path(tempfile.mkdtemp(prefix=f"metacog-file-{shape}-"))
+        data = work / "responses.parquet"
+        subprocess.run([metacog, "example-data", "--out", str(data), "--models", str(models),
+                        "--items", str(items)], check=True, capture_output=True)
+        goal = FILE_GOALS.get((models, 3 * items))
+        print(f"{models} models x {3 * items:,} items ({data}):" + (f"  [goal: each <= {goal} s]" if goal else ""))
+        for name in HYPOTHESES:
+            cache = work / f"cache-{name}"
+            cache.mkdir()
+            models_dir = Path(os.environ.get("METACOG_CACHE_DIR", Path.home() / ".cache" / "metacog")) / "models"
+            if models_dir.is_dir():
+                (cache / "models").symlink_to(models_dir)
+            t0 = time.perf_counter()
+            proc = subprocess.run([metacog, "chapter", name, "--source", str(data), "--out", str(work / name)],
+                                  capture_output=True, text=True, env={**os.environ, "METACOG_CACHE_DIR": str(cache)})
+            took = time.perf_counter() - t0
+            flag = "  > goal" if goal and took > goal else ""
+            print(f"    {name:<16} {took:6.1f} s, exit {proc.returncode}{flag}")
+            if proc.returncode:
+                print((proc.stdout + proc.stderr)[-2000:])
+
+
 def main() -> int:
     mirror = ROOT.parent / "shared" / "data"
     if not os.environ.get("METACOG_DATA_MIRROR") and (mirror / "SOURCES.md").exists():
@@ -76,6 +136,9 @@ def main() -> int:
     ap.add_argument("--no-html", action="store_true", help="time execution only (no rendering)")
     ap.add_argument("--cold", action="store_true",
                     help="start from an empty user cache (a temporary METACOG_CACHE_DIR)")
+    ap.add_argument("--edit", metavar="MODULE", help="then time a rebuild after a one-line change to metacog/MODULE")
+    ap.add_argument("--files", nargs="*", default=[], metavar="MxN",
+                    help="time each hypothesis chapter on example files of M models x N items per benchmark")
     a = ap.parse_args()
     env = None
     if a.cold:
@@ -91,6 +154,10 @@ def main() -> int:
             flag = "  > 30 s" if r > 1 and s > 30 else ""
             print(f"    {page:<16} {s:6.1f} s{flag}")
         print_trace(trace)
+    if a.edit:
+        edited_rebuild(a.edit, env)
+    if a.files:
+        file_chapters(a.files)
     print(f"load average after: {os.getloadavg()}")
     return 0
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from metacog import book
+from metacog import book, schedule
 ROOT = Path(__file__).resolve().parents[1]
 
 NOTEBOOK = """\
@@ -310,7 +310,7 @@ def test_a_chapter_is_re_executed_only_when_code_it_imports_changes(tmp_path, mo
         "uses_stats": ("Stats", "from metacog.stats import calibration\nprint(calibration.auroc([0, 1], [0.2, 0.8]))"),
         "uses_report": ("Report", "from metacog.tidy import report\nprint(report.fmt_num(0.5))")})
     chapters = {c.page: c for c in book.load_manifest(root)}
-    assert book.notebook_modules(root / chapters["uses_stats"].source) == ["metacog.stats", "metacog.stats.calibration"]
+    assert book.notebook_modules(root / chapters["uses_stats"].source) == ["metacog.stats.calibration"]
     shared = book._shared_digest(root)
     before = {p: book._fingerprint(c, root, shared) for p, c in chapters.items()}
     real = memo.code_version
@@ -343,5 +343,54 @@ def test_chapters_built_at_once_share_the_cores_and_the_next_build_starts_the_lo
     (tmp_path / "_build" / "durations.json").write_text(json.dumps({"short": 5.0, "long": 90.0, "gather": 1.0}))
     pages = [SimpleNamespace(page=p, parameters=params) for p, params in
              (("gather", {"chapters": {"long": "x"}}), ("short", {}), ("new", {}), ("long", {}))]
-    order = [job[0].page for job in book._schedule([(c, None, None) for c in pages], tmp_path / "_build")]
+    order = [job[0].page for job in schedule.order([(c, None, None) for c in pages], tmp_path / "_build")]
     assert order == ["new", "long", "short", "gather"]  # never timed first, then longest; gatherers last
+
+
+def test_the_time_a_chapter_waits_for_another_chapter_is_not_its_own(tmp_path, monkeypatch):
+    """Two chapters ask for the same stored result at once: the second waits for the first to
+    compute it. The build records the waiting chapter's own time (without the wait), so the next
+    build does not start it first beside the chapter it waits for; both memo traces still reach
+    the caller's METACOG_MEMO_TRACE."""
+    import json
+
+    monkeypatch.setenv("METACOG_CACHE_DIR", str(tmp_path / "cache"))
+    user_trace = tmp_path / "trace.tsv"
+    monkeypatch.setenv("METACOG_MEMO_TRACE", str(user_trace))
+    (tmp_path / "slow.py").write_text("import time\ndef slow(x):\n    time.sleep(8)\n    return x\n")
+    code = ("import sys, time\nsys.path.insert(0, {root!r})\nfrom metacog.memo import memo\nimport slow\n"
+            "time.sleep({delay})\nassert memo(slow.slow, 7) == 7")
+    chapters = [{"page": p, "source": f"notebooks/{p}.md", "parameters": "s"} for p in ("first", "second")]
+    root = make_root(tmp_path, chapters, {"s": {}}, {
+        "first": ("First", code.format(root=str(tmp_path), delay=0)),
+        "second": ("Second", code.format(root=str(tmp_path), delay=0.5))})
+    book.build(root, html=False, out=tmp_path / "_build", jobs=2)
+    took = json.loads((tmp_path / "_build" / "durations.json").read_text())
+    hows = sorted(line.split("\t")[2] for line in user_trace.read_text().splitlines())
+    assert hows == ["computed", "waited"]
+    assert took["second"] < took["first"] - 4, took  # its ~7.5 s wait is not counted
+    assert not list((tmp_path / "_build").glob(".*.memo.tsv"))  # the per-chapter traces are consumed
+
+
+def test_a_one_line_change_to_a_chapter_module_re_executes_only_the_pages_that_read_it(tmp_path, monkeypatch):
+    """Issue #25: a comment added to the shortcut chapter's module re-executes the shortcut page
+    and findings (which gathers every chapter's verdicts), not the benchmark, audit, lab or
+    reasoning_text pages, which import only ``metacog.hypotheses.shortcut.detect`` (Python runs
+    the package's __init__ to import it, but detect's code never reads it)."""
+    from metacog import memo
+
+    pkg = tmp_path / "metacog"
+    shutil.copytree(memo.PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(memo, "PACKAGE", pkg)
+    chapters = book.load_manifest(ROOT)
+
+    def fingerprints():
+        memo.code_version.cache_clear()
+        return {c.page: book._fingerprint(c, ROOT, b"") for c in chapters}
+
+    before = fingerprints()
+    with open(pkg / "hypotheses" / "shortcut" / "__init__.py", "a") as fh:
+        fh.write("\n# a one-line change\n")
+    after = fingerprints()
+    memo.code_version.cache_clear()
+    assert sorted(p for p in before if before[p] != after[p]) == ["findings", "shortcut"]

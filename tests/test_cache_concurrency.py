@@ -52,3 +52,31 @@ def test_four_processes_share_one_cache_entry(worker, tmp_path):
     kept = [p for p in files if p.suffix in (".parquet", ".pkl")]
     assert len(kept) == 1, kept  # one entry, whichever process wrote it last
     assert worker((str(tmp_path), 1)) == 1  # and it reads back
+
+
+def _counted_build(cache: str, log: str) -> pd.DataFrame:
+    import time
+
+    with open(log, "a") as fh:
+        fh.write(f"{os.getpid()}\n")
+    time.sleep(1.5)
+    return _table(3)
+
+
+def _tidy_counting_worker(args):
+    cache, log = args
+    os.environ["METACOG_CACHE_DIR"] = cache
+    from metacog.data import tidycache
+
+    return bool(tidycache.cached("log", "c" * 40, lambda: _counted_build(cache, log))
+                .reset_index(drop=True).equals(_table(3)))
+
+
+def test_processes_loading_the_same_log_at_once_parse_it_once(tmp_path):
+    """Chapters built at once load the same public log: the first parses it, the others wait for
+    its parquet copy instead of parsing it again (each parse of the calibration study costs ~6 s)."""
+    log = tmp_path / "builds.txt"
+    with mp.get_context("spawn").Pool(3) as pool:
+        got = pool.map(_tidy_counting_worker, [(str(tmp_path / "cache"), str(log))] * 3)
+    assert got == [True] * 3
+    assert len(log.read_text().splitlines()) == 1

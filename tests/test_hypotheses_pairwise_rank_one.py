@@ -140,6 +140,17 @@ def test_fisher_interval():
         correlation_ci(0.5, 10, method="kendall")
 
 
+@pytest.mark.parametrize("r,n,level", [(0.5, 103, 0.95), (-0.31, 12, 0.95), (0.05, 2000, 0.9), (0.93, 40, 0.99)])
+def test_fisher_interval_matches_pingouin(r, n, level):
+    """The book's one Fisher-z interval against pingouin's ``compute_esci`` (the design card's
+    reference library), to 1e-9: pingouin rounds its output, so it is asked for 12 decimals."""
+    pingouin = pytest.importorskip("pingouin")
+    from metacog.stats import correlation_ci
+
+    ref = pingouin.compute_esci(stat=r, nx=n, ny=n, eftype="r", confidence=level, decimals=12)
+    assert correlation_ci(r, n, ci=level) == pytest.approx(tuple(ref), abs=1e-9)
+
+
 def _third_person_table():
     """Six models with private self-knowledge; their third-person judgments carry the
     difficulty signal only (every model's majority view, 5% flipped)."""

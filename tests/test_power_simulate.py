@@ -91,3 +91,51 @@ def test_summary_table():
     s = population(4, 100, kappa=0.2).summary()
     assert list(s.columns) == ["quantity", "value"]
     assert "kappa" in s["quantity"].tolist()
+
+
+def test_the_t_test_of_the_power_simulations_is_scipys():
+    """self_other_test(method='ttest') computes the one-sided one-sample t-test itself (scipy's
+    wrapper is most of a simulation's cost); it gives scipy's p-value, NaN where scipy does."""
+    import warnings
+
+    from scipy import stats as sps
+
+    from metacog.stats.selfother import _ttest_greater
+
+    rng = np.random.default_rng(3)
+    cases = [rng.normal(m, s, n) for m in (-0.1, 0.0, 0.05, 0.3) for s in (0.01, 0.2, 1.0) for n in (2, 3, 7, 40)]
+    cases += [np.full(3, 0.2), np.zeros(4), np.array([-0.5, -0.5])]
+    for D in cases:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = float(sps.ttest_1samp(D, 0.0, alternative="greater").pvalue)
+        got = _ttest_greater(D)
+        assert (np.isnan(ref) and np.isnan(got)) or got == pytest.approx(ref, abs=1e-12), (D, ref, got)
+
+
+def test_tetrachoric_matrices_are_one_tetrachoric_call_each():
+    """The power simulations fit many populations' tetrachoric matrices in one vectorised call;
+    each matrix equals what metacog.stats.tetrachoric gives for it alone, with constant columns
+    dropped, zero cells corrected, missing values and smoothing as there."""
+    import warnings
+
+    from metacog.stats import tetrachoric
+    from metacog.stats.tetrachoric import tetrachoric_matrices
+
+    mats = [population(m, n, kappa=k, seed=s).confidence for m, n, k, s in
+            ((5, 40, 0.0, 1), (8, 300, 0.8, 2), (3, 12, 0.4, 3))]
+    with_gaps = mats[1].astype(float).copy()
+    with_gaps.iloc[::7, 2] = np.nan
+    constant = mats[0].copy()
+    constant.iloc[:, 1] = 1
+    tiny = pd.DataFrame({"a": [0, 1, 1, 0, 1], "b": [0, 1, 1, 1, 1], "c": [1, 0, 1, 0, 0]})  # zero cells
+    inputs = mats + [with_gaps, constant, tiny, pd.DataFrame({"a": [0, 1, 0], "b": [1, 1, 1]})]
+    got = tetrachoric_matrices(inputs)
+    assert len(got) == len(inputs)
+    for X, R in zip(inputs[:-1], got):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = tetrachoric(X).rho.to_numpy()
+        assert R.shape == ref.shape
+        np.testing.assert_allclose(R, ref, rtol=0, atol=1e-13)
+    assert got[-1].shape == (0, 0)  # one varying column: nothing to correlate

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from metacog.data.fetch import cache_dir, manifest
+from metacog.memo import key_lock
 
 #: Tidy columns with few distinct values, held as categoricals (a few hundred MB less
 #: for millions of rows, and a fast parquet round trip).
@@ -133,11 +134,24 @@ def cached(label: str, key: str, build: Callable[[], pd.DataFrame]) -> pd.DataFr
     only costs the speed-up.
     """
     target = cache_file(label, key)
+    found = _read_if_there(target)
+    if found is not None:
+        return found
+    with key_lock(target):  # chapters loading the same log at once parse it once
+        found = _read_if_there(target)
+        return found if found is not None else _build_and_store(target, label, build)
+
+
+def _read_if_there(target: Path) -> pd.DataFrame | None:
     if target.is_file():
         try:
             return _read(target)
         except Exception:  # any read failure means a corrupt or foreign file: rebuild it
             pass
+    return None
+
+
+def _build_and_store(target: Path, label: str, build: Callable[[], pd.DataFrame]) -> pd.DataFrame:
     df = build()
     tmp = None
     try:

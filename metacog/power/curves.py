@@ -116,12 +116,23 @@ def pairwise_power(n_models: int, n_items: int, kappas=(0.0, 0.25, 0.5, 1.0), n_
 # (b) the factor-analytic test
 
 def first_factor_share(confidence) -> tuple[float, float]:
-    """First-factor share (first eigenvalue / models) and second eigenvalue of the tetrachoric matrix.
+    """First-factor share (first eigenvalue / models) and second eigenvalue of the tetrachoric
+    matrix (:func:`metacog.stats.tetrachoric`; constant columns dropped)."""
+    return _eigen_shares([confidence])[0]
 
-    Uses :func:`metacog.stats.tetrachoric` and :func:`metacog.stats.factor_analysis`.
-    """
-    share, second, _ = _factor_summary(confidence)
-    return share, second
+
+def _eigen_shares(confidences) -> list[tuple[float, float]]:
+    """:func:`first_factor_share` of many matrices, their tetrachoric matrices fitted at once
+    (:func:`metacog.stats.tetrachoric.tetrachoric_matrices`, the same numbers as one call each)."""
+    from metacog.stats.tetrachoric import tetrachoric_matrices
+
+    out = []
+    for R in tetrachoric_matrices(confidences):
+        if R.shape[0] < 2:
+            raise ValueError(f"first_factor_share: need at least 2 non-constant columns, got {R.shape[0]}.")
+        eig = np.sort(np.linalg.eigvalsh(R))[::-1]
+        out.append((float(eig[0] / eig.size), float(eig[1])))
+    return out
 
 
 def _stats_functions():
@@ -145,11 +156,9 @@ def _factor_summary(confidence) -> tuple[float, float, float]:
 
 
 def _factor_draws(n_models, n_items, kappa, seeds, sim_kwargs) -> tuple[np.ndarray, np.ndarray]:
-    share, second = np.empty(len(seeds)), np.empty(len(seeds))
-    for i, s in enumerate(seeds):
-        pop = population(n_models, n_items, kappa=kappa, seed=s, **sim_kwargs)
-        share[i], second[i] = first_factor_share(pop.confidence)
-    return share, second
+    pops = [population(n_models, n_items, kappa=kappa, seed=s, **sim_kwargs).confidence for s in seeds]
+    found = np.array(_eigen_shares(pops), dtype=float).reshape(len(seeds), 2)
+    return found[:, 0].copy(), found[:, 1].copy()
 
 
 @single_blas_thread

@@ -201,45 +201,18 @@ def tetrachoric(X, *, correct: float = 0.5, smooth: bool = True, min_pairs: int 
     columns, non-binary values and pairs with too few shared items raise ValueError.
     """
     Xf = as_binary_frame(X)
-    A = Xf.to_numpy()
-    cols = list(Xf.columns)
-    # constant columns (sd 0 or undefined) are dropped, as psych does
-    n_obs = (~np.isnan(A)).sum(axis=0)
-    means = np.nanmean(A, axis=0)
-    const = (n_obs < 2) | (means == 0) | (means == 1)
-    dropped = [c for c, b in zip(cols, const) if b]
+    A, cols, dropped = _drop_constant(Xf.to_numpy(), list(Xf.columns))
     if dropped:
         warnings.warn(f"tetrachoric: column(s) {dropped} had no variance and were dropped.", stacklevel=2)
-        A = A[:, ~const]
-        cols = [c for c, b in zip(cols, const) if not b]
     k = len(cols)
     if k < 2:
         raise ValueError(f"tetrachoric: need at least 2 non-constant columns, got {k} (dropped: {dropped}).")
-    tau = ndtri(1.0 - np.nanmean(A, axis=0))
-    n00, n01, n10, n11 = pair_tables(A)
-    npair = n00 + n01 + n10 + n11
+    tau, c, fix, npair = _pair_inputs(A, cols, correct, min_pairs)
     iu, ju = np.triu_indices(k, 1)
-    few = npair[iu, ju] < min_pairs
-    if few.any():
-        bad = [(cols[i], cols[j], int(npair[i, j])) for i, j in zip(iu[few], ju[few])][:5]
-        raise ValueError(
-            f"tetrachoric: {int(few.sum())} pair(s) share fewer than {min_pairs} non-missing items, "
-            f"e.g. {bad} (column, column, shared items); drop sparse columns first."
-        )
-    c = [a[iu, ju].copy() for a in (n00, n01, n10, n11)]
-    tot = c[0] + c[1] + c[2] + c[3]
-    has_zero = np.minimum.reduce(c) == 0
-    fix = has_zero & (tot > 1) & (correct > 0)
-    for a in c:
-        a[fix & (a == 0)] = correct
-    r = fit_rho(*c, tau[iu], tau[ju])
-    raw = np.eye(k)
-    raw[iu, ju] = r
-    raw[ju, iu] = r
+    raw, rho, smoothed = _assemble(fit_rho(*c, tau[iu], tau[ju]), k, smooth)
     corr = np.zeros((k, k), bool)
     corr[iu, ju] = fix
     corr[ju, iu] = fix
-    rho, smoothed = (cor_smooth(raw) if smooth else (raw, False))
     if smoothed:
         warnings.warn("tetrachoric: matrix was not positive definite, smoothing was done.", stacklevel=2)
     idx = pd.Index(cols)
@@ -254,3 +227,90 @@ def tetrachoric(X, *, correct: float = 0.5, smooth: bool = True, min_pairs: int 
         correct=correct,
         info={"n_items": A.shape[0]},
     )
+
+
+def _drop_constant(A: np.ndarray, cols: list):
+    """``A`` without its constant columns (sd 0 or undefined, as psych drops them), the kept
+    column names and the dropped ones."""
+    n_obs = (~np.isnan(A)).sum(axis=0)
+    means = np.nanmean(A, axis=0)
+    const = (n_obs < 2) | (means == 0) | (means == 1)
+    dropped = [c for c, b in zip(cols, const) if b]
+    if dropped:
+        A = A[:, ~const]
+        cols = [c for c, b in zip(cols, const) if not b]
+    return A, cols, dropped
+
+
+def _pair_inputs(A: np.ndarray, cols: list, correct: float, min_pairs: int):
+    """What :func:`fit_rho` needs for every pair (upper triangle) of the columns of ``A``: the
+    thresholds, the four counts with zero cells corrected, which pairs were corrected, and the
+    k x k complete-case counts. Raises ValueError when a pair shares too few items."""
+    k = A.shape[1]
+    tau = ndtri(1.0 - np.nanmean(A, axis=0))
+    n00, n01, n10, n11 = pair_tables(A)
+    npair = n00 + n01 + n10 + n11
+    iu, ju = np.triu_indices(k, 1)
+    few = npair[iu, ju] < min_pairs
+    if few.any():
+        bad = [(cols[i], cols[j], int(npair[i, j])) for i, j in zip(iu[few], ju[few])][:5]
+        raise ValueError(
+            f"tetrachoric: {int(few.sum())} pair(s) share fewer than {min_pairs} non-missing items, "
+            f"e.g. {bad} (column, column, shared items); drop sparse columns first."
+        )
+    c = [a[iu, ju].copy() for a in (n00, n01, n10, n11)]
+    tot = c[0] + c[1] + c[2] + c[3]
+    fix = (np.minimum.reduce(c) == 0) & (tot > 1) & (correct > 0)
+    for a in c:
+        a[fix & (a == 0)] = correct
+    return tau, c, fix, npair
+
+
+def _assemble(r: np.ndarray, k: int, smooth: bool):
+    """The raw k x k matrix of the pairs' estimates ``r`` (upper-triangle order), the matrix
+    returned (smoothed when ``smooth`` and not positive definite) and whether it was smoothed."""
+    iu, ju = np.triu_indices(k, 1)
+    raw = np.eye(k)
+    raw[iu, ju] = r
+    raw[ju, iu] = r
+    rho, smoothed = cor_smooth(raw) if smooth else (raw, False)
+    return raw, rho, smoothed
+
+
+@single_blas_thread
+def tetrachoric_matrices(matrices, *, correct: float = 0.5, smooth: bool = True,
+                         min_pairs: int = 3) -> list[np.ndarray]:
+    """``tetrachoric(X).rho`` as an array for each binary matrix of ``matrices`` (items x raters,
+    0/1/NaN, DataFrames or arrays), with every pair of every matrix fitted in one vectorised
+    :func:`fit_rho` call: the same numbers as one :func:`tetrachoric` call per matrix (each
+    pair's Newton path is its own), without a call's fixed cost. For many small matrices, such
+    as the simulated populations of :mod:`metacog.power`.
+
+    Constant columns are dropped silently (a returned matrix can be smaller than its input's
+    columns), smoothing is silent too; a matrix with fewer than two varying columns gives an
+    empty 0 x 0 array. Values are not validated: pass 0/1/NaN.
+    """
+    parts = []
+    for X in matrices:
+        A = np.asarray(X, dtype=float)
+        A, cols, _ = _drop_constant(A, list(range(A.shape[1])))
+        if len(cols) < 2:
+            parts.append(None)
+            continue
+        tau, c, _, _ = _pair_inputs(A, cols, correct, min_pairs)
+        iu, ju = np.triu_indices(len(cols), 1)
+        parts.append((len(cols), c, tau[iu], tau[ju]))
+    used = [p for p in parts if p is not None]
+    if not used:
+        return [np.zeros((0, 0)) for _ in parts]
+    r = fit_rho(*(np.concatenate([p[1][i] for p in used]) for i in range(4)),
+                np.concatenate([p[2] for p in used]), np.concatenate([p[3] for p in used]))
+    out, at = [], 0
+    for p in parts:
+        if p is None:
+            out.append(np.zeros((0, 0)))
+            continue
+        size = p[0] * (p[0] - 1) // 2
+        out.append(_assemble(r[at:at + size], p[0], smooth)[1])
+        at += size
+    return out
