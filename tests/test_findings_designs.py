@@ -62,10 +62,12 @@ def test_designs_table_lists_paper_1_designs_first():
     assert {"spar", "battery", "atlas", "calibration_study"} <= set(t["source"])
 
 
-def _file(tmp_path, name, *, n_models=7, n_items=80, seed=0, design_value=None):
+def _file(tmp_path, name, *, n_models=7, n_items=80, seed=0, design_value=None, probe=None):
     from metacog.power.examples import example_responses, write_responses
 
     df = example_responses(n_models=n_models, benchmarks=(name,), n_items=n_items, kappa=0.5, seed=seed)
+    if probe is not None:
+        df["probe"] = probe
     if design_value is not None:
         df["design"] = design_value
     return str(write_responses(df, tmp_path / f"{name}.csv"))
@@ -82,6 +84,20 @@ def test_a_users_file_is_unknown_unless_it_says(tmp_path):
     assert by["odd"].timing == "unknown" and "whenever" in by["odd"].elicitation
     s = ps.summary().set_index("source")  # a user's file is named by its file name, not its path
     assert s.loc[Path(said).name, "design"] == "prospective" and s.loc[Path(silent).name, "design"] == "unknown"
+
+
+def test_a_probe_named_prospective_does_not_make_a_users_file_prospective(tmp_path):
+    """The timing in every result table (panel_columns) and the sentences built from it follow the
+    panel's design: a user's file whose probe is called 'prospective' but carries no design column
+    is "unknown" there too, as in the panels table, not "before answering"."""
+    from metacog.hypotheses.common import panel_columns
+
+    said = _file(tmp_path, "said", design_value="prospective", probe="prospective")
+    silent = _file(tmp_path, "silent", seed=1, probe="prospective")
+    by = {p.label: p for p in panels([said, silent])}
+    assert by["silent"].probe == by["said"].probe == "prospective"
+    assert panel_columns(by["silent"])["timing"] == "unknown"
+    assert panel_columns(by["said"])["timing"] == "before answering"
 
 
 def _planted():

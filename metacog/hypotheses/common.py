@@ -27,10 +27,12 @@ UNKNOWN_TIMING = "unknown"
 
 
 def panel_timing(panel) -> str:
-    """When ``panel``'s judgments were made: :func:`timing` of its probe, but "unknown" where
-    neither the probe nor the panel's design says (never "after answering" by default)."""
+    """When ``panel``'s judgments were made: :func:`timing` of its probe, but "unknown" where the
+    panel's design is unknown (a user's file without a ``design`` column): a probe *named*
+    "prospective" does not say the judgment was made before answering, and the panels table,
+    which shows the design, would otherwise contradict the sentences built from this."""
     design = getattr(panel, "design", None)
-    if panel.probe not in TIMING and getattr(design, "timing", None) == UNKNOWN_TIMING:
+    if getattr(design, "timing", None) == UNKNOWN_TIMING:
         return UNKNOWN_TIMING
     return timing(panel.probe)
 
