@@ -378,10 +378,11 @@ def test_a_one_line_change_to_a_chapter_module_re_executes_only_the_pages_that_r
     reasoning_text pages, which import only ``metacog.hypotheses.shortcut.detect`` (Python runs
     the package's __init__ to import it, but detect's code never reads it)."""
     from metacog import memo
+    from metacog.memo import code
 
     pkg = tmp_path / "metacog"
     shutil.copytree(memo.PACKAGE, pkg, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(memo, "PACKAGE", pkg)
+    monkeypatch.setattr(code, "PACKAGE", pkg)
     chapters = book.load_manifest(ROOT)
 
     def fingerprints():

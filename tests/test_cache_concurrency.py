@@ -80,3 +80,58 @@ def test_processes_loading_the_same_log_at_once_parse_it_once(tmp_path):
         got = pool.map(_tidy_counting_worker, [(str(tmp_path / "cache"), str(log))] * 3)
     assert got == [True] * 3
     assert len(log.read_text().splitlines()) == 1
+
+
+_PER_PANEL = """
+import sys, time
+from types import SimpleNamespace
+import pandas as pd
+sys.path.insert(0, {folder!r})
+import slowpanel
+from metacog.hypotheses.common import per_panel
+
+
+class Set:  # what per_panel needs of a PanelSet
+    def __init__(self, panels):
+        self.panels = panels
+
+    def __iter__(self):
+        return iter(self.panels)
+
+
+time.sleep({delay})
+panels = [SimpleNamespace(name=f"p{{i}}", source="s", benchmark="b", probe="c0", design=None,
+                          confidence=pd.DataFrame({{"m": [i, 1]}}), correct=pd.DataFrame({{"m": [1, 0]}}))
+          for i in range(6)]
+print(list(per_panel(Set(panels), slowpanel.analyse)["value"]))
+"""
+
+
+def test_chapters_built_at_once_share_the_panels_instead_of_waiting(tmp_path):
+    """Two processes ask per_panel for the same six slow panel analyses at once: each panel is
+    computed once, by whichever process reaches it first, and both processes compute some (one
+    that finds a panel being computed elsewhere moves on to the next instead of waiting), so the
+    table is done in about half the time; both get the whole table in panel order."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "slowpanel.py").write_text(
+        "import time\nimport pandas as pd\n"
+        "def analyse(confidence, correct):\n"
+        "    time.sleep(1.5)\n"
+        "    return pd.DataFrame({'value': [int(confidence.iloc[0, 0])]})\n")
+    code = _PER_PANEL
+    root = Path(__file__).resolve().parents[1]
+    trace = tmp_path / "trace.tsv"
+    env = {**os.environ, "METACOG_CACHE_DIR": str(tmp_path / "cache"), "METACOG_MEMO_TRACE": str(trace),
+           "PYTHONPATH": str(root)}
+    env.pop("METACOG_NO_MEMO", None)
+    procs = [subprocess.Popen([sys.executable, "-c", code.format(folder=str(tmp_path), delay=d)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for d in (0, 0.5)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    assert [o[0].strip() for o in outs] == ["[0, 1, 2, 3, 4, 5]"] * 2
+    computed = [line.split("\t")[0] for line in trace.read_text().splitlines() if line.split("\t")[2] == "computed"]
+    assert len(computed) == 6  # each panel once
+    assert len(set(computed)) == 2, computed  # by both processes

@@ -102,7 +102,7 @@ def test_processes_sharing_the_cache_get_whole_results(cache):
             "    got = memo.memo(big, 200 + r % 4)\n"
             "    assert got.shape == (200 + r % 4, 1000) and got.iloc[-1, -1] == (200 + r % 4) * 1000 - 1\n"
             "print('ok')\n")
-    root = Path(memo.__file__).resolve().parents[1]
+    root = Path(memo.__file__).resolve().parents[2]  # metacog/memo/__init__.py -> the checkout
     env = {**os.environ, "METACOG_CACHE_DIR": str(cache), "PYTHONPATH": str(root)}
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(4)]
@@ -131,7 +131,7 @@ def test_processes_asking_at_once_compute_a_result_once(cache):
             "    time.sleep(1.5)\n"
             "    return n * n\n"
             f"print(memo.memo(slow, 12, {str(log)!r}))\n")
-    root = Path(memo.__file__).resolve().parents[1]
+    root = Path(memo.__file__).resolve().parents[2]  # metacog/memo/__init__.py -> the checkout
     env = {**os.environ, "METACOG_CACHE_DIR": str(cache), "PYTHONPATH": str(root)}
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(3)]

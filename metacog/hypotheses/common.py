@@ -46,13 +46,24 @@ def panel_columns(panel) -> dict:
 def per_panel(panelset, analyse, **settings):
     """``analyse(panel.confidence, panel.correct, **settings)`` for every panel, stacked into one
     table with the panel's columns first. Each result is remembered on disk
-    (:func:`metacog.memo.memo`) while data, settings and code are unchanged."""
+    (:func:`metacog.memo.memo`) while data, settings and code are unchanged. A panel that another
+    process (a chapter built at the same time) is analysing is left for last, so the two share
+    the panels rather than one waiting for the other (:func:`metacog.memo.memo_if_free`)."""
     import pandas as pd
 
-    from metacog.memo import memo
+    from metacog.memo import memo, memo_if_free
 
-    parts = [memo(analyse, p.confidence, p.correct, **settings).assign(**panel_columns(p))
-             for p in panelset]
+    done, busy = {}, []
+    for i, p in enumerate(panelset):
+        free, result = memo_if_free(analyse, p.confidence, p.correct, **settings)
+        if free:
+            done[i] = result
+        else:
+            busy.append(i)
+    for i in busy:
+        p = panelset.panels[i]
+        done[i] = memo(analyse, p.confidence, p.correct, **settings)
+    parts = [done[i].assign(**panel_columns(p)) for i, p in enumerate(panelset)]
     if not parts:
         return pd.DataFrame()
     out = pd.concat(parts, ignore_index=True)
