@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 from pathlib import Path
 
-#: The ``metacog`` package folder.
-PACKAGE = Path(__file__).resolve().parents[1]
+#: The ``metacog`` package folder (the package's own sources, never the checkout around it).
+PACKAGE = Path(importlib.util.find_spec("metacog").origin).resolve().parent
 
 
 def _module_file(name: str) -> Path | None:
