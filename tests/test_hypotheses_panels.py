@@ -144,3 +144,26 @@ def test_atlas_and_battery_panels(mirror):
     assert s.loc[("atlas", "verbal_confidence"), "items"] == 1500
     assert s.loc[("battery", "keep_withdraw"), "cut"] == "binary"
     assert s.loc[("battery", "keep_withdraw"), ["models", "items"]].tolist() == [20, 524]
+
+
+def test_reuse_builds_each_source_once_with_the_same_notes(tmp_path, monkeypatch):
+    """Inside panels.reuse() (the findings page gathering six chapters) a source is loaded and cut
+    once per setting: a second panels() call gets the same panels and the same notes; another cut
+    is built anew; outside the block every call builds again."""
+    from metacog.hypotheses import panels as module
+
+    src, _ = toy(tmp_path)
+    loads = []
+    real = module.load_responses
+    monkeypatch.setattr(module, "load_responses", lambda s: loads.append(s) or real(s))
+    with module.reuse():
+        a, b = panels([src]), panels([src])
+        c = panels([src], cuts={src: 0.5})
+    assert [id(p) for p in a] == [id(p) for p in b] and len(a.panels) > 0
+    assert a.notes.equals(b.notes) and len(a.notes) > 0
+    assert len(loads) == 2  # the default cut once, the fixed cut once
+    seen = {id(p) for p in a}
+    assert [p.cut for p in c if p.cut != "binary"] and not seen & {id(p) for p in c}
+    d = panels([src])
+    assert len(loads) == 3 and not seen & {id(p) for p in d}
+    assert module._reused is None

@@ -13,6 +13,7 @@ probe, binarises confidence with the cut asked for that source
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -253,10 +254,37 @@ def panels(sources: list[str], *, cuts: dict | None = None, default_cut="median"
     rows: list[dict] = []
     out: list[Panel] = []
     for source in sources:
-        def note(bench, probe, text, _s=source):
-            rows.append({"source": source_name(_s), "benchmark": bench, "probe": probe, "note": text})
-
         cut = _cut_for(source, labels[source], cuts, default_cut)
-        out += _source_panels(source, cut=cut, probes=probes, min_models=min_models,
-                              min_items=min_items, exclude_probes=tuple(exclude_probes), note=note)
+        key = (source, repr(cut), None if probes is None else tuple(probes), min_models, min_items,
+               tuple(exclude_probes))
+        if _reused is not None and key in _reused:
+            built, said = _reused[key]
+        else:
+            said = []
+            built = _source_panels(source, cut=cut, probes=probes, min_models=min_models, min_items=min_items,
+                                   exclude_probes=tuple(exclude_probes),
+                                   note=lambda bench, probe, text, _said=said: _said.append((bench, probe, text)))
+            if _reused is not None:
+                _reused[key] = (built, said)
+        out += built
+        rows += [{"source": source_name(source), "benchmark": b, "probe": q, "note": t} for b, q, t in said]
     return PanelSet(panels=out, notes=pd.DataFrame(rows, columns=NOTE_COLUMNS))
+
+
+#: Panels already built inside a :func:`reuse` block, by source and settings (None outside one).
+_reused: dict | None = None
+
+
+@contextlib.contextmanager
+def reuse():
+    """Within this block :func:`panels` builds each source's panels once for the same settings and
+    hands the same :class:`Panel` objects back to later calls (which must not change them in
+    place; :func:`metacog.hypotheses.pairwise.sensitivity.drop_model` copies). The findings page
+    gathers six chapters that read the same sources: it loads and cuts each once."""
+    global _reused
+    outer = _reused
+    _reused = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _reused = outer

@@ -370,12 +370,15 @@ def collect(chapters: dict | None = None, parameter_sets: dict | None = None) ->
     missing = [s for s in chapters.values() if s not in sets]
     if missing:
         raise ValueError(f"findings.collect: parameter set(s) {missing} are not defined; defined: {sorted(sets)}.")
+    from metacog.hypotheses.panels import reuse
+
     out = Collected()
-    for chapter, set_name in chapters.items():
-        found, read = _COLLECTORS[chapter](dict(sets[set_name]))
-        out += found
-        for name, d in read:
-            _, who = out.read.setdefault(name, (d, []))
-            if chapter not in who:
-                who.append(chapter)
+    with reuse():  # the chapters read the same sources: load and cut each once
+        for chapter, set_name in chapters.items():
+            found, read = _COLLECTORS[chapter](dict(sets[set_name]))
+            out += found
+            for name, d in read:
+                _, who = out.read.setdefault(name, (d, []))
+                if chapter not in who:
+                    who.append(chapter)
     return out
