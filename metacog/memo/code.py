@@ -115,7 +115,6 @@ def _imported_modules(code, module: str) -> set[str]:
     ones resolved against ``module``'s package, whether or not they have been imported yet: a
     function that imports what it needs when it runs reaches the same code in every process."""
     import dis
-    import importlib.util
     import types
 
     f = _module_file(module)
@@ -131,8 +130,9 @@ def _imported_modules(code, module: str) -> set[str]:
             full = importlib.util.resolve_name("." * level + op.argval, package) if level else op.argval
         except (ImportError, ValueError):
             continue
-        out.add(full)
-        out.update(f"{full}.{n}" for n in (names or ()) if isinstance(n, str))  # `from x import module`
+        # `import x` reads x; `from x import a, b` reads what _from_import says (x itself only for
+        # names defined there), as the chapters' fingerprints count it
+        out.update(_from_import(full, [n for n in names if isinstance(n, str)]) if names else {full})
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             out |= _imported_modules(const, module)
