@@ -19,6 +19,8 @@ import json
 import os
 from pathlib import Path
 
+from metacog.memo import trace_rows
+
 DURATIONS = "durations.json"
 
 
@@ -68,12 +70,4 @@ def take_trace(trace: Path, forward_to: str | None = None) -> float:
                 fh.write("\n".join(lines) + "\n")
         except OSError:
             pass
-    waited = 0.0
-    for line in lines:
-        parts = line.split("\t")
-        if len(parts) == 4 and parts[2] == "waited":
-            try:
-                waited += float(parts[3])
-            except ValueError:
-                continue
-    return waited
+    return sum(seconds for _, how, seconds in trace_rows(lines) if how == "waited")

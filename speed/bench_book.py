@@ -83,10 +83,11 @@ def run_once(args: list[str], env: dict | None = None) -> tuple[float, dict[str,
 def print_trace(lines: list[str], top: int = 12) -> None:
     """Where the stored analyses' time went (metacog.memo's trace): seconds per function and how
     its results came (computed, waited for another chapter computing it, read), slowest first."""
+    from metacog.memo import trace_rows
+
     totals: dict[tuple[str, str], list[float]] = {}
-    for line in lines:
-        _pid, name, how, seconds = line.split("\t")
-        totals.setdefault((name, how), []).append(float(seconds))
+    for name, how, seconds in trace_rows(lines):
+        totals.setdefault((name, how), []).append(seconds)
     if not totals:
         return
     print("    stored analyses (metacog.memo), slowest first:")

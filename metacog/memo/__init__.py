@@ -138,6 +138,19 @@ def _trace(func, how: str, t0: float) -> None:
         pass
 
 
+def trace_rows(lines) -> list[tuple[str, str, float]]:
+    """(function, how, seconds) for each line :func:`_trace` wrote; other lines are skipped."""
+    rows = []
+    for line in lines:
+        parts = line.split("\t")
+        if len(parts) == 4:
+            try:
+                rows.append((parts[1], parts[2], float(parts[3])))
+            except ValueError:
+                continue
+    return rows
+
+
 def _load(path: Path, k: str):
     """(True, result) when ``path`` holds the result stored under key ``k``; else (False, None)."""
     if not path.exists():
