@@ -113,8 +113,6 @@ def _example_data(args) -> int:
 def _place(args) -> int:
     """``metacog place``: ask one model the panel's items, place it, write the page (one line, exit 2,
     for bad input, checked before any call)."""
-    import dataclasses
-
     from metacog.pages.place import run as placing
 
     try:
@@ -133,17 +131,10 @@ def _place(args) -> int:
         responses = str(placing.collect(args.model, out, api_base=args.api_base, n_items=args.n_items,
                                           seed=args.seed, cache=args.cache, max_tokens=args.max_tokens,
                                           concurrency=args.concurrency, progress=not args.no_progress))
-    from metacog.book import execute_chapter, load_manifest
+    from metacog.replicate.panel import place_page
 
-    chapter = {c.page: c for c in load_manifest()}["place"]
-    chapter = dataclasses.replace(chapter, parameters={
-        **chapter.parameters, "panel": args.panel, "model": args.model, "n_items": int(args.n_items),
-        "seed": int(args.seed), "probe": args.probe, "responses": responses,
-        "max_tokens": int(args.max_tokens or 0)})
-    executed = execute_chapter(chapter, out)
-    page = executed
-    if not args.no_html:
-        page = placing.render_html(executed)
+    page = place_page(args.model, responses, out, panel=args.panel, n_items=args.n_items, seed=args.seed,
+                      probe=args.probe, max_tokens=args.max_tokens, html=not args.no_html)
     print(os.fspath(page))
     return 0
 
@@ -158,7 +149,8 @@ def _replicate(args) -> int:
         print(f"[replicate] {msg}", file=sys.stderr, flush=True)
 
     common = dict(benchmarks=args.benchmarks, n_items=args.n_items, audit=not args.no_audit,
-                  api_base=args.api_base, batch=args.batch, max_tokens=args.max_tokens, seed=args.seed)
+                  api_base=args.api_base, batch=args.batch, max_tokens=args.max_tokens, seed=args.seed,
+                  panel=args.panel, panel_items=args.panel_items)
     try:
         if args.plan:
             from metacog.replicate import check_budget
@@ -169,7 +161,7 @@ def _replicate(args) -> int:
             return 0
         from metacog.replicate import check
 
-        check(args.models, args.benchmarks, args.n_items)
+        check(args.models, args.benchmarks, args.n_items, args.panel, args.panel_items, args.api_base)
         if not args.out:
             raise ReplicateError("--out: give the folder for responses.parquet and the book (or use --plan).")
         _check_out_folder(args.out, "--out")
@@ -189,6 +181,9 @@ def _replicate(args) -> int:
     print(os.fspath(result.responses))
     if result.book is not None:
         print(os.fspath(result.book.index))
+    if result.placed is not None:
+        for page in result.placed["page"]:
+            print(os.fspath(page))
     return 0
 
 
@@ -276,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="which items are drawn, and the calls' seed")
     p.add_argument("--jobs", "-j", type=int, default=None, help="chapters executed at once")
     p.add_argument("--no-book", action="store_true", help="ask and write responses.parquet only")
+    p.add_argument("--panel", default=None, help="also ask each model this public panel's own protocol "
+                   "and place it among the panel's models (calibration_study)")
+    p.add_argument("--panel-items", type=int, default=200, help="items of the panel's protocol (default 200)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=_replicate)
 

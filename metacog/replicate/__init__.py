@@ -67,15 +67,19 @@ class Plan:
 
     def summary(self) -> pd.DataFrame:
         """One row per benchmark: items planned, available, asked; probes; calls; tokens."""
-        by = self.calls.groupby("benchmark", sort=False)[["calls", "prompt_tokens", "completion_tokens"]].sum()
+        asks = {a.benchmark: a for a in self.asks}
         rows = []
-        for a in self.asks:
-            rows.append({"benchmark": a.benchmark, "items planned": a.planned if a.planned else "all",
-                         "items available": a.available, "items asked": a.asked,
-                         "probes": ", ".join(a.probes), "calls (at most)": int(by.loc[a.benchmark, "calls"]),
-                         "prompt tokens": int(by.loc[a.benchmark, "prompt_tokens"]),
-                         "reply tokens (at most)": int(by.loc[a.benchmark, "completion_tokens"])})
-        return pd.DataFrame(rows)
+        for b, g in self.calls.groupby("benchmark", sort=False):
+            a = asks.get(b)
+            items = int(g["items"].iloc[0])
+            rows.append({"benchmark": b, "items planned": (f"{a.planned:,}" if a.planned else "all") if a else f"{items:,}",
+                         "items available": a.available if a else None, "items asked": items,
+                         "probes": ", ".join(g["probe"]), "calls (at most)": int(g["calls"].sum()),
+                         "prompt tokens": int(g["prompt_tokens"].sum()),
+                         "reply tokens (at most)": int(g["completion_tokens"].sum())})
+        out = pd.DataFrame(rows)
+        out["items available"] = out["items available"].astype("Int64")
+        return out
 
     def text(self) -> str:
         """The plan as ``metacog replicate --plan`` prints it."""
@@ -130,27 +134,37 @@ def _benchmarks(benchmarks, notes: list[str]) -> list[str]:
     return list(dict.fromkeys(benchmarks))
 
 
-def check(models, benchmarks=None, n_items: int | None = None) -> tuple[list[str], list[str], list[str]]:
+def check(models, benchmarks=None, n_items: int | None = None, panel: str | None = None,
+          panel_items: int = 200, api_base: str | None = None) -> tuple[list[str], list[str], list[str]]:
     """The models and benchmarks a run asks, with notes on what was left out; :class:`ReplicateError`
-    (one line) for too few models, an unknown benchmark or too few items. Asks nothing."""
+    (one line) for too few models, an unknown benchmark or panel, or too few items. Asks nothing."""
     models = _models(models)
     notes: list[str] = []
     chosen = _benchmarks(benchmarks, notes)
     if n_items is not None and (int(n_items) != n_items or n_items < 10):
         raise ReplicateError(f"--n-items: {n_items!r}; give at least 10 items per benchmark.")
+    if panel:
+        from metacog.pages.place import run as placing
+
+        try:
+            for m in models:  # the protocol is asked of your own servers or the local panel
+                placing.check(panel, m, api_base, panel_items)
+        except ValueError as exc:
+            msg = str(exc).replace("--n-items", "--panel-items")
+            raise ReplicateError(msg if msg.startswith("--panel") else f"--panel {panel}: {msg}") from None
     return models, chosen, notes
 
 
 def plan(models, *, benchmarks=None, n_items: int | None = None, audit: bool = True,
          api_base: str | None = None, batch: bool = False, max_tokens: int | None = None, seed: int = 0,
-         n_sims: int = 400) -> Plan:
+         panel: str | None = None, panel_items: int = 200, n_sims: int = 400) -> Plan:
     """What :func:`run` would ask and what it would cost; no call is made (see the module docstring).
 
     ``n_items`` overrides the planned items per benchmark; ``benchmarks`` defaults to paper 1's
     six (SciCode only where its sandbox grader runs); ``audit`` adds paper 2's policies on the
-    audit set.
+    audit set; ``panel`` a public panel's own protocol on ``panel_items`` items.
     """
-    models, chosen, notes = check(models, benchmarks, n_items)
+    models, chosen, notes = check(models, benchmarks, n_items, panel, panel_items, api_base)
     from metacog.memo import memo
 
     sizing = memo(items_needed, len(models), n_sims=n_sims, seed=seed)
@@ -169,6 +183,10 @@ def plan(models, *, benchmarks=None, n_items: int | None = None, audit: bool = T
     notes.append("Counterfactual judgments are asked only after a correct answer with the context, so "
                  "their calls are an upper bound and their panels hold only such items.")
     calls = calls_table(asks, len(models), seed=seed, max_tokens=max_tokens)
+    if panel:
+        from metacog.replicate.asks import panel_calls
+
+        calls = pd.concat([calls, panel_calls(panel, panel_items, len(models), seed=seed)], ignore_index=True)
     cost = cost_table(calls, models, api_base=api_base, batch=batch)
     return Plan(models, sizing, planned, asks, calls, cost, batch, notes)
 
@@ -196,6 +214,7 @@ class Replication:
     responses: Path
     counts: pd.DataFrame
     book: object = None  # a metacog.sourcebook result, when the book was built
+    placed: pd.DataFrame | None = None  # with a public panel: each model's responses and place page
 
     def summary(self) -> pd.DataFrame:
         return self.counts
@@ -224,12 +243,16 @@ def _asked(a: Ask, models, seed: int, say: Callable, **kwargs) -> pd.DataFrame:
 def run(models, out, *, benchmarks=None, n_items: int | None = None, audit: bool = True, budget: float | None = None,
         api_base: str | None = None, router=None, batch: bool = False, cache=None, concurrency: int = 8,
         timeout: float = 60.0, max_tokens: int | None = None, seed: int = 0, progress: bool = True,
-        book: bool = True, jobs: int | None = None, log: Callable[[str], None] | None = None) -> Replication:
+        book: bool = True, jobs: int | None = None, panel: str | None = None, panel_items: int = 200,
+        log: Callable[[str], None] | None = None) -> Replication:
     """Plan, check the budget, ask, write ``<out>/responses.parquet``, build ``<out>/book``.
 
     Every answer goes through the response cache (``cache``: see :func:`metacog.elicit.run`), so a
     rerun after a crash or SIGKILL replays what was asked and asks only the rest. Raises
-    :class:`BudgetExceeded` before any call when the plan costs more than ``budget``.
+    :class:`BudgetExceeded` before any call when the plan costs more than ``budget``. ``panel``
+    (e.g. 'calibration_study') also asks each model that public panel's own protocol on
+    ``panel_items`` items and places it among the panel's models (:mod:`metacog.replicate.panel`,
+    ``<out>/place/<model>/``).
     """
     from metacog.paths import writable_folder
 
@@ -239,7 +262,7 @@ def run(models, out, *, benchmarks=None, n_items: int | None = None, audit: bool
     except ValueError as exc:
         raise ReplicateError(str(exc)) from None
     p = plan(models, benchmarks=benchmarks, n_items=n_items, audit=audit, api_base=api_base, batch=batch,
-             max_tokens=max_tokens, seed=seed)
+             max_tokens=max_tokens, seed=seed, panel=panel, panel_items=panel_items)
     check_budget(p, budget)
     say(f"plan: {p.total_calls:,} calls at most, " + ("cost unknown" if math.isnan(p.total_cost)
                                                       else f"at most ${p.total_cost:,.2f}"))
@@ -272,6 +295,11 @@ def run(models, out, *, benchmarks=None, n_items: int | None = None, audit: bool
     pd.concat(parts, ignore_index=True).to_parquet(tmp, index=False)
     tmp.replace(responses)  # whole or not at all
     result = Replication(p, responses, pd.DataFrame(counts))
+    if panel:
+        from metacog.replicate.panel import place_models
+
+        result.placed = place_models(p.models, out / "place", panel=panel, api_base=api_base, n_items=panel_items,
+                                     seed=seed, cache=cache, concurrency=concurrency, log=say)
     if book:
         from metacog.sourcebook import build
 

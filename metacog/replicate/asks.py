@@ -115,6 +115,24 @@ def calls_table(asks: list[Ask], n_models: int, *, seed: int = 0, max_tokens: in
                                        "completion_tokens"])
 
 
+def panel_calls(panel: str, n_items: int, n_models: int, *, seed: int = 0) -> pd.DataFrame:
+    """The calls of a public panel's own protocol (``metacog replicate --panel``), counted like
+    :func:`calls_table`: its prompts rendered for the items it will draw, replies at its cap."""
+    import importlib
+
+    from metacog.elicit.protocols.ask import panel_items
+
+    proto = importlib.import_module(f"metacog.elicit.protocols.{panel}").protocol()
+    items = panel_items(n_items, seed)
+    pt = 0
+    for q, opts in zip(items["question"], items["options"]):
+        msgs = proto.messages(q, list(opts))
+        pt += sum(len(m["content"]) for m in msgs) // 4 + 4 * len(msgs)
+    return pd.DataFrame([{"benchmark": f"{panel} protocol", "probe": "verbal_confidence", "items": len(items),
+                          "calls": len(items) * n_models, "at_most": False, "prompt_tokens": pt * n_models,
+                          "completion_tokens": len(items) * proto.max_tokens * n_models}])
+
+
 def _unit_prices(model: str, batch: bool) -> tuple[float, float] | None:
     """(USD per prompt token, per reply token) of ``model`` in litellm's offline map, the batch
     prices when ``batch`` (the map's own batch prices where it has them, else half the ordinary
