@@ -152,7 +152,7 @@ class _Run:
             if not self.s.batch or self.ep in _NO_BATCH:
                 self.rest += [by_key[k] for k in waiting]
                 break
-            mine = self.cache.claim(waiting, answered_since=self.started)
+            mine = self.cache.claim([k for k in by_key if k in waiting], answered_since=self.started)
             taken = self.cache.pending_batches(mine, self.ep)  # recorded between our two looks
             for k, b in taken.items():
                 held.setdefault(b, set()).add(k)
