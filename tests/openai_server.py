@@ -11,7 +11,8 @@ Endpoints (shapes as OpenAI documents them):
 - ``POST /v1/files`` (multipart: ``file``, ``purpose=batch``), ``GET /v1/files/{id}``,
   ``GET /v1/files/{id}/content``
 - ``POST /v1/batches`` (``input_file_id``, ``endpoint``, ``completion_window``),
-  ``GET /v1/batches/{id}``, ``POST /v1/batches/{id}/cancel``
+  ``GET /v1/batches`` (newest first; ``limit``, ``after``), ``GET /v1/batches/{id}``,
+  ``POST /v1/batches/{id}/cancel``
 - ``GET /v1/_stats``: the counters below as JSON (for a server in its own process).
 
 A batch is ``validating`` for its first tenth of ``batch_seconds``, then ``in_progress``; once
@@ -116,6 +117,7 @@ class OpenAIServer:
         app.router.add_get("/v1/files/{fid}", self._file)
         app.router.add_get("/v1/files/{fid}/content", self._content)
         app.router.add_post("/v1/batches", self._create)
+        app.router.add_get("/v1/batches", self._list)
         app.router.add_get("/v1/batches/{bid}", self._retrieve)
         app.router.add_post("/v1/batches/{bid}/cancel", self._cancel)
         app.router.add_get("/v1/_stats", self._stats)
@@ -269,6 +271,21 @@ class OpenAIServer:
             return _err(404, "No such batch")
         await self._advance(b)
         return web.json_response(self._public(b))
+
+    async def _list(self, request: web.Request) -> web.Response:
+        if (no := self._gate()) is not None:
+            return no
+        every = list(reversed(self.batches.values()))
+        after = request.query.get("after")
+        if after in self.batches:
+            every = every[[b["id"] for b in every].index(after) + 1:]
+        limit = int(request.query.get("limit", 20))
+        for b in every[:limit]:
+            await self._advance(b)
+        page = [self._public(b) for b in every[:limit]]
+        return web.json_response({"object": "list", "data": page, "has_more": len(every) > limit,
+                                  "first_id": page[0]["id"] if page else None,
+                                  "last_id": page[-1]["id"] if page else None})
 
     async def _cancel(self, request: web.Request) -> web.Response:
         if (no := self._gate()) is not None:

@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from metacog.elicit import estimate_cost, run
-from metacog.elicit import engine
+from metacog.elicit import engine, provider_batch
 from metacog.tidy.items import Item
 from openai_server import OpenAIServer, digest
 
@@ -171,6 +171,26 @@ def test_a_run_that_stops_waiting_leaves_its_batch_to_the_next_run(tmp_path):
     assert (second.parse_status == "ok").all() and (second.backend == "batch").all()
 
 
+def test_a_batch_the_server_accepted_but_the_cache_never_recorded_is_adopted(tmp_path, capsys):
+    its = items(4)
+    with OpenAIServer(batch_seconds=0.2) as srv:
+        # what a run killed right after create_batch leaves: a batch on the server, none in the cache
+        ts = [engine.make_task("openai/fake", it, "answer", 0, engine.Settings()) for it in its]
+        tag = provider_batch.keys_tag(provider_batch.endpoint_id(srv.base_url), [t.key for t in ts])
+        data = "".join(json.dumps(provider_batch.request_line(t)) + "\n" for t in ts).encode()
+        conn = dict(custom_llm_provider="openai", api_base=srv.base_url, api_key=FAKE_KEY)
+        litellm = engine.get_litellm()
+        f = litellm.create_file(file=("in.jsonl", data), purpose="batch", **conn)
+        litellm.create_batch(completion_window="24h", endpoint="/v1/chat/completions", input_file_id=f.id,
+                             metadata={"metacog_keys": tag}, **conn)
+        df = ask(srv, tmp_path / "c", its)
+        st = srv.stats()
+    assert st["batches_created"] == 1 and st["files_uploaded"] == 1 and st["chat_calls"] == 0
+    assert (df.backend == "batch").all() and (df.correct == 1.0).all()
+    assert df.attrs["counts"]["batches"] == 0 and df.attrs["counts"]["batched"] == 4
+    assert "collecting it instead of submitting again" in capsys.readouterr().err
+
+
 def _stats(port):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/_stats", timeout=5) as r:
         return json.loads(r.read())
@@ -242,3 +262,16 @@ def test_batch_cost_estimate_is_litellms_batch_price():
 def test_batch_needs_the_cache():
     with pytest.raises(ValueError, match="batch=True needs the response cache"):
         run(items(1), models=["openai/fake"], probes=["answer"], cache=False, batch=True)
+
+
+@pytest.mark.parametrize("flag, value", [("--batch-poll", "0"), ("--batch-wait", "-1")])
+def test_bad_batch_flags_are_one_line_errors(tmp_path, capsys, flag, value):
+    from metacog.elicit.cli import _standalone
+
+    src = tmp_path / "items.jsonl"
+    src.write_text(json.dumps({"item_id": "a", "question": "q", "gold": "g"}) + "\n")
+    code = _standalone(["--items", str(src), "--models", "openai/fake", "--batch", flag, value,
+                        "--cache", str(tmp_path / "c"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"metacog elicit: {flag} {float(value)}:") and err.count("\n") == 1
+    assert not (tmp_path / "c" / "responses.sqlite").exists()

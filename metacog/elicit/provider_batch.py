@@ -21,12 +21,15 @@ loses nothing: a rerun finds the batch ids recorded for its keys and collects th
 ``batch_wait``, a run stops waiting after that many seconds: the calls still in a batch
 are rows with ``parse_status`` 'missing', and the next run collects them.
 
-A server without batch endpoints (HTTP 404 on ``/files``) is not an error: the run prints
+Batches recorded at another server (another ``api_base``) are left alone. A server
+without batch endpoints (HTTP 404 on ``/files``) is not an error: the run prints
 one line and asks those calls one by one. Models of other providers, router models and
 runs with extra litellm options are asked one by one too (one printed line).
 
-Gap: a kill in the milliseconds between the server accepting a batch and the cache
-recording it leaves that batch unknown to the rerun, which submits its calls again.
+Each batch carries in its metadata a digest of its server and keys (:func:`keys_tag`);
+before submitting, a run looks through the server's latest batches (``list_batches``) for
+one with the same digest that did not fail, and adopts it: a run killed between the server
+accepting a batch and the cache recording it does not pay for that batch twice.
 """
 
 from __future__ import annotations
@@ -42,9 +45,9 @@ from typing import Any
 
 from metacog.elicit import http
 from metacog.elicit.backend import _backend_version, _extract_http, _status_code, get_litellm, priced
-from metacog.elicit.cache import Cache, CacheError
+from metacog.elicit.cache import Cache, CacheError, canonical
 from metacog.elicit.cost import token_cost
-from metacog.elicit.redaction import redact, register, url_credentials
+from metacog.elicit.redaction import redact, redact_payload, register, url_credentials
 from metacog.elicit.tasks import Settings, Task
 
 #: A batch job's end states (OpenAI's names).
@@ -66,6 +69,11 @@ def endpoint_id(api_base: str | None) -> str:
     """A digest naming the batch server in the cache (neither the URL nor its password is stored)."""
     bare = url_credentials(api_base)[0].rstrip("/") if api_base else "openai-default"
     return hashlib.sha256(bare.encode("utf-8")).hexdigest()[:16]
+
+
+def keys_tag(endpoint: str, keys: list[str]) -> str:
+    """The digest of a batch's server and keys, kept in its metadata (``metacog_keys``)."""
+    return hashlib.sha256(canonical([endpoint, sorted(keys)]).encode("utf-8")).hexdigest()[:32]
 
 
 def request_line(t: Task) -> dict[str, Any]:
@@ -185,10 +193,14 @@ class _Run:
         """Upload and create one batch of ``tasks`` and record it; None when the server refused."""
         model = tasks[0].model
         data = "".join(json.dumps(request_line(t), ensure_ascii=False) + "\n" for t in tasks).encode("utf-8")
+        tag = keys_tag(self.ep, [t.key for t in tasks])
         try:
-            f = await self.call("create_file", file=("metacog-batch.jsonl", data), purpose="batch")
-            b = await self.call("create_batch", completion_window="24h", endpoint="/v1/chat/completions",
-                                input_file_id=f.id, metadata={"source": "metacog.elicit"})
+            b = await self._adopt(tag)
+            if b is None:
+                f = await self.call("create_file", file=("metacog-batch.jsonl", data), purpose="batch")
+                b = await self.call("create_batch", completion_window="24h", endpoint="/v1/chat/completions",
+                                    input_file_id=f.id, metadata={"source": "metacog.elicit", "metacog_keys": tag})
+                self.counts.batches += 1
         except Exception as exc:  # noqa: BLE001 - any refusal: ask one by one
             if _status_code(exc) == 404:
                 _NO_BATCH.add(self.ep)
@@ -199,10 +211,23 @@ class _Run:
                      "asking them one by one.")
             return None
         self.cache.record_batch(b.id, model, self.ep, [t.key for t in tasks])
-        self.counts.batches += 1
         if self.s.progress:
             _say(f"submitted batch {b.id}: {len(tasks)} call(s) of {model}.")
         return b.id
+
+    async def _adopt(self, tag: str):
+        """The server's latest batch (of the last 100) carrying ``tag`` that did not fail, or None."""
+        try:
+            page = await self.call("list_batches", limit=100)
+        except Exception:  # noqa: BLE001 - no listing: nothing to adopt
+            return None
+        for b in getattr(page, "data", None) or []:
+            if (getattr(b, "metadata", None) or {}).get("metacog_keys") == tag and \
+                    b.status not in ("failed", "expired", "cancelled", "cancelling"):
+                _say(f"found batch {b.id} on the server for these calls (an earlier run was stopped "
+                     "before recording it): collecting it instead of submitting again.")
+                return b
+        return None
 
     async def collect(self, bid: str, tasks: list[Task]) -> None:
         """Wait for batch ``bid`` to end, store its replies, hand the others to ordinary calls."""
@@ -226,7 +251,11 @@ class _Run:
                 return self._unfinished(bid, tasks, f"still {b['status']}")
             await asyncio.sleep(delay)
             delay = min(60.0, delay * 1.5)
-        lines = await self._lines(b.get("output_file_id"))
+        try:
+            lines = await self._lines(b.get("output_file_id"))
+        except Exception as exc:  # noqa: BLE001 - the output stays on the server: collect it later
+            return self._unfinished(bid, tasks, f"{b['status']} but its output could not be read "
+                                    f"({_first_line(exc)})")
         mine = {t.key: t for t in tasks}
         rows, bad = [], 0
         for line in lines:
@@ -235,7 +264,8 @@ class _Run:
             if t is None or line.get("error") or resp.get("status_code") != 200:
                 continue
             try:
-                rows.append((t.key, t.model, "ok", t.request(), payload(resp.get("body") or {}, t, b)))
+                rows.append((t.key, t.model, "ok", t.request(),
+                             redact_payload(payload(resp.get("body") or {}, t, b))))
             except Exception:  # noqa: BLE001 - a reply without choices: asked again one by one
                 bad += 1
         got = {r[0] for r in rows}
