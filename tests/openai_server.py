@@ -41,7 +41,6 @@ import hashlib
 import inspect
 import json
 import sys
-import threading
 import time
 import uuid
 from collections import Counter
@@ -51,7 +50,7 @@ from typing import Any, Callable
 from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fakeserver import FakeServer  # noqa: E402
+from fakeserver import FakeServer, serve_forever  # noqa: E402
 
 ERROR_MARK = "[[batcherror]]"
 TERMINAL = ("completed", "failed", "expired", "cancelled")
@@ -67,16 +66,16 @@ def _err(status: int, message: str, kind: str = "invalid_request_error"):
     return web.json_response({"error": {"message": message, "type": kind, "code": None}}, status=status)
 
 
-class OpenAIServer:
-    """Serve in a background thread: ``with OpenAIServer() as srv: srv.base_url``."""
+class OpenAIServer(FakeServer):
+    """Serve in a background thread: ``with OpenAIServer() as srv: srv.base_url`` (the thread,
+    ``base_url`` and the default replies are FakeServer's)."""
 
     def __init__(self, answer: Callable[[dict], Any] | None = None, batch: bool = True,
                  batch_seconds: float = 0.5, port: int = 0, error_ids=(), end: str | None = None):
-        self._fake = FakeServer()
-        self.answer = answer or self._fake._complete
+        super().__init__(port=port)
+        self.answer = answer or self._complete
         self.batch = batch
         self.batch_seconds = batch_seconds
-        self.port = port
         self.error_ids = set(error_ids)
         self.end = end  # None (completed), 'expired' or 'failed'
         self.files: dict[str, dict] = {}
@@ -87,28 +86,7 @@ class OpenAIServer:
         self.batches_created = 0
         self.batch_lines: Counter[str] = Counter()
         self.batch_answered = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-
-    # -- lifecycle ---------------------------------------------------------
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self) -> "OpenAIServer":
-        self._thread = threading.Thread(target=self._serve, daemon=True, name="openai-server")
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("openai server did not start")
-        return self
-
-    def _serve(self) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._loop.run_until_complete(self._start())
-        self._ready.set()
-        self._loop.run_forever()
 
     async def _start(self) -> None:
         app = web.Application(client_max_size=512 * 1024 * 1024)
@@ -134,12 +112,6 @@ class OpenAIServer:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
         self._loop = None
-
-    def __enter__(self) -> "OpenAIServer":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
     def stats(self) -> dict[str, Any]:
         """The counters as one JSON-able dict (also ``GET /v1/_stats``)."""
@@ -174,6 +146,13 @@ class OpenAIServer:
         return None if self.batch else _err(404, "Not Found: this server has no batch endpoints",
                                             "not_found")
 
+    def _find(self, table: dict, key: str, what: str) -> tuple[dict | None, web.Response | None]:
+        """(the file or batch, None), or (None, the 404 to answer)."""
+        if (no := self._gate()) is not None:
+            return None, no
+        x = table.get(key)
+        return x, (None if x is not None else _err(404, f"No such {what}"))
+
     async def _upload(self, request: web.Request) -> web.Response:
         if (no := self._gate()) is not None:
             return no
@@ -203,18 +182,12 @@ class OpenAIServer:
         return fid
 
     async def _file(self, request: web.Request) -> web.Response:
-        if (no := self._gate()) is not None:
-            return no
-        f = self.files.get(request.match_info["fid"])
-        return web.json_response(self._public(f)) if f else _err(404, "No such file")
+        f, no = self._find(self.files, request.match_info["fid"], "file")
+        return no or web.json_response(self._public(f))
 
     async def _content(self, request: web.Request) -> web.Response:
-        if (no := self._gate()) is not None:
-            return no
-        f = self.files.get(request.match_info["fid"])
-        if f is None:
-            return _err(404, "No such file")
-        return web.Response(body=f["_data"], content_type="application/octet-stream")
+        f, no = self._find(self.files, request.match_info["fid"], "file")
+        return no or web.Response(body=f["_data"], content_type="application/octet-stream")
 
     # -- batches -----------------------------------------------------------
     async def _create(self, request: web.Request) -> web.Response:
@@ -264,11 +237,9 @@ class OpenAIServer:
         return web.json_response(self._public(b))
 
     async def _retrieve(self, request: web.Request) -> web.Response:
-        if (no := self._gate()) is not None:
+        b, no = self._find(self.batches, request.match_info["bid"], "batch")
+        if no is not None:
             return no
-        b = self.batches.get(request.match_info["bid"])
-        if b is None:
-            return _err(404, "No such batch")
         await self._advance(b)
         return web.json_response(self._public(b))
 
@@ -288,11 +259,9 @@ class OpenAIServer:
                                   "last_id": page[-1]["id"] if page else None})
 
     async def _cancel(self, request: web.Request) -> web.Response:
-        if (no := self._gate()) is not None:
+        b, no = self._find(self.batches, request.match_info["bid"], "batch")
+        if no is not None:
             return no
-        b = self.batches.get(request.match_info["bid"])
-        if b is None:
-            return _err(404, "No such batch")
         if b["status"] not in TERMINAL:
             b.update(status="cancelled", cancelling_at=int(time.time()), cancelled_at=int(time.time()))
         return web.json_response(self._public(b))
@@ -351,14 +320,8 @@ def main(argv=None) -> int:
     ap.add_argument("--no-batch", action="store_true", help="no files/batches endpoints (404)")
     ap.add_argument("--end", choices=("expired", "failed"), default=None)
     a = ap.parse_args(argv)
-    srv = OpenAIServer(batch=not a.no_batch, batch_seconds=a.batch_seconds, port=a.port, end=a.end).start()
-    print(f"PORT {srv.port}", flush=True)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        srv.stop()
-    return 0
+    return serve_forever(OpenAIServer(batch=not a.no_batch, batch_seconds=a.batch_seconds, port=a.port,
+                                      end=a.end))
 
 
 if __name__ == "__main__":
