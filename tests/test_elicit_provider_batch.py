@@ -158,6 +158,28 @@ def test_two_runs_on_one_cache_submit_one_batch(tmp_path):
     assert (out["a"].parse_status == "ok").all()
 
 
+def test_runs_opening_a_new_cache_at_once_all_get_it(tmp_path):
+    # the WAL switch of a fresh file does not wait on SQLite's busy timeout: two runs starting
+    # together (as in the test above) could find it locked
+    from metacog.elicit import Cache
+
+    errors = []
+
+    def open_close(folder):
+        try:
+            Cache(folder).close()
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    for i in range(100):
+        ths = [threading.Thread(target=open_close, args=(tmp_path / str(i),)) for _ in range(4)]
+        for t in ths:
+            t.start()
+        for t in ths:
+            t.join()
+    assert errors == []
+
+
 def test_a_run_that_stops_waiting_leaves_its_batch_to_the_next_run(tmp_path):
     with OpenAIServer(batch_seconds=1.5) as srv:
         first = ask(srv, tmp_path / "c", items(4), batch_wait=0)
@@ -177,7 +199,7 @@ def test_a_batch_the_server_accepted_but_the_cache_never_recorded_is_adopted(tmp
         # what a run killed right after create_batch leaves: a batch on the server, none in the cache
         ts = [engine.make_task("openai/fake", it, "answer", 0, engine.Settings()) for it in its]
         tag = provider_batch.keys_tag(provider_batch.endpoint_id(srv.base_url), [t.key for t in ts])
-        data = "".join(json.dumps(provider_batch.request_line(t)) + "\n" for t in ts).encode()
+        [(_, data)] = provider_batch.chunks(ts)
         conn = dict(custom_llm_provider="openai", api_base=srv.base_url, api_key=FAKE_KEY)
         litellm = engine.get_litellm()
         f = litellm.create_file(file=("in.jsonl", data), purpose="batch", **conn)
@@ -189,6 +211,21 @@ def test_a_batch_the_server_accepted_but_the_cache_never_recorded_is_adopted(tmp
     assert (df.backend == "batch").all() and (df.correct == 1.0).all()
     assert df.attrs["counts"]["batches"] == 0 and df.attrs["counts"]["batched"] == 4
     assert "collecting it instead of submitting again" in capsys.readouterr().err
+
+
+def test_big_runs_are_cut_into_batches_within_the_limits(tmp_path, monkeypatch):
+    monkeypatch.setattr(provider_batch, "MAX_REQUESTS", 3)
+    ts = [engine.make_task("openai/fake", it, "answer", 0, engine.Settings()) for it in items(7)]
+    parts = provider_batch.chunks(ts)
+    assert [len(p) for p, _ in parts] == [3, 3, 1] and [t for p, _ in parts for t in p] == ts
+    assert [json.loads(x)["custom_id"] for x in parts[0][1].splitlines()] == [t.key for t in ts[:3]]
+    one = len(parts[0][1].splitlines()[0]) + 1
+    monkeypatch.setattr(provider_batch, "MAX_BYTES", 2 * one + 1)  # two lines fit, not three
+    assert [len(p) for p, _ in provider_batch.chunks(ts)] == [2, 2, 2, 1]
+    with OpenAIServer(batch_seconds=0.1) as srv:
+        df = ask(srv, tmp_path / "c", items(7))
+        st = srv.stats()
+    assert st["batches_created"] == 4 and st["chat_calls"] == 0 and (df.correct == 1.0).all()
 
 
 def _stats(port):

@@ -163,7 +163,7 @@ class Cache:
         except sqlite3.Error as exc:
             raise CacheError(_message(p, exc)) from None
         try:
-            self._con.execute("PRAGMA journal_mode=WAL")
+            self._wal()
             self._con.execute("PRAGMA synchronous=NORMAL")
             self._con.executescript(_DDL)
             self._con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
@@ -171,6 +171,18 @@ class Cache:
         except sqlite3.Error as exc:
             self._con.close()
             raise CacheError(_message(p, exc)) from None
+
+    def _wal(self) -> None:
+        """Switch to WAL mode. Runs opening a new file at once may find it locked (this pragma does
+        not wait on SQLite's busy timeout): try again for a few seconds."""
+        for attempt in range(60):
+            try:
+                self._con.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 59:
+                    raise
+                time.sleep(0.02 + 0.01 * (attempt % 8))
 
     def __repr__(self) -> str:
         return f"Cache({str(self.path)!r})"

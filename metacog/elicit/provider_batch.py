@@ -52,8 +52,9 @@ from metacog.elicit.tasks import Settings, Task
 
 #: A batch job's end states (OpenAI's names).
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled"})
-#: Requests per batch job (OpenAI's limit).
+#: Requests and bytes per batch job (OpenAI's limits are 50,000 requests and 200 MB).
 MAX_REQUESTS = 50_000
+MAX_BYTES = 150_000_000
 #: Seconds between looks at keys another run holds (submitting or asking them).
 WAIT_SECONDS = 0.5
 _NO_BATCH: set[str] = set()  # endpoints that answered 404 on /files in this process
@@ -80,6 +81,26 @@ def request_line(t: Task) -> dict[str, Any]:
     """One line of a batch's input file: the body an ordinary call of ``t`` sends."""
     return {"custom_id": t.key, "method": "POST", "url": "/v1/chat/completions",
             "body": http.request_body(t.model, t.messages, {**t.params, **t.wire})}
+
+
+def chunks(tasks: list[Task]) -> list[tuple[list[Task], bytes]]:
+    """``tasks`` cut into batches within :data:`MAX_REQUESTS` and :data:`MAX_BYTES`, each with
+    its input file (JSON lines)."""
+    out: list[tuple[list[Task], bytes]] = []
+    part: list[Task] = []
+    lines: list[bytes] = []
+    size = 0
+    for t in tasks:
+        line = (json.dumps(request_line(t), ensure_ascii=False) + "\n").encode("utf-8")
+        if part and (len(part) >= MAX_REQUESTS or size + len(line) > MAX_BYTES):
+            out.append((part, b"".join(lines)))
+            part, lines, size = [], [], 0
+        part.append(t)
+        lines.append(line)
+        size += len(line)
+    if part:
+        out.append((part, b"".join(lines)))
+    return out
 
 
 def _connection(s: Settings) -> dict[str, Any]:
@@ -167,9 +188,8 @@ class _Run:
             mine = [k for k in mine if k not in taken]
             self.cache.release(taken)
             waiting -= set(mine) | set(taken)
-            for i in range(0, len(mine), MAX_REQUESTS):
-                chunk = [by_key[k] for k in mine[i:i + MAX_REQUESTS]]
-                bid = await self.submit(chunk)
+            for chunk, data in chunks([by_key[k] for k in mine]):
+                bid = await self.submit(chunk, data)
                 if bid is None:
                     self.rest += chunk  # leases kept: the ordinary path asks them
                 else:
@@ -189,10 +209,10 @@ class _Run:
                 waiting.discard(k)
                 self._tick()
 
-    async def submit(self, tasks: list[Task]) -> str | None:
-        """Upload and create one batch of ``tasks`` and record it; None when the server refused."""
+    async def submit(self, tasks: list[Task], data: bytes) -> str | None:
+        """Upload ``data`` (the input file of ``tasks``), create its batch and record it; None when
+        the server refused."""
         model = tasks[0].model
-        data = "".join(json.dumps(request_line(t), ensure_ascii=False) + "\n" for t in tasks).encode("utf-8")
         tag = keys_tag(self.ep, [t.key for t in tasks])
         try:
             b = await self._adopt(tag)
