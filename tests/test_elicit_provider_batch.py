@@ -228,6 +228,27 @@ def test_big_runs_are_cut_into_batches_within_the_limits(tmp_path, monkeypatch):
     assert st["batches_created"] == 4 and st["chat_calls"] == 0 and (df.correct == 1.0).all()
 
 
+def test_a_batch_or_output_the_server_forgot_is_asked_one_by_one(tmp_path, capsys):
+    with OpenAIServer(batch_seconds=0.3) as srv:
+        assert (ask(srv, tmp_path / "a", items(3), batch_wait=0).parse_status == "missing").all()
+        srv.batches.clear()  # a server restarted without its batches
+        df = ask(srv, tmp_path / "a", items(3))
+        assert srv.stats()["chat_calls"] == 3 and (df.backend == "http").all()
+        assert "is unknown to the server (404)" in capsys.readouterr().err
+        ask(srv, tmp_path / "b", items(4, lambda i: "!"), batch_wait=0)
+        [bid] = list(srv.batches)
+        time.sleep(0.35)
+        with urllib.request.urlopen(f"{srv.base_url}/batches/{bid}") as r:  # it completes now
+            done = json.loads(r.read())
+        assert done["status"] == "completed"
+        del srv.files[done["output_file_id"]]  # outputs expire on the server
+        df = ask(srv, tmp_path / "b", items(4, lambda i: "!"))
+        st = srv.stats()
+    assert st["chat_calls"] == 3 + 4 and (df.backend == "http").all() and (df.correct == 1.0).all()
+    assert "is gone from the server (404)" in capsys.readouterr().err
+    assert _states(tmp_path / "b") == {"fallback": 4}
+
+
 def _stats(port):
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/_stats", timeout=5) as r:
         return json.loads(r.read())

@@ -21,7 +21,9 @@ loses nothing: a rerun finds the batch ids recorded for its keys and collects th
 ``batch_wait``, a run stops waiting after that many seconds: the calls still in a batch
 are rows with ``parse_status`` 'missing', and the next run collects them.
 
-Batches recorded at another server (another ``api_base``) are left alone. A server
+Batches recorded at another server (another ``api_base``) are left alone; a batch (or its
+output) the server no longer knows (404) is given up and its calls asked one by one; any
+other error while looking at a batch leaves it recorded for the next run. A server
 without batch endpoints (HTTP 404 on ``/files``) is not an error: the run prints
 one line and asks those calls one by one. Models of other providers, router models and
 runs with extra litellm options are asked one by one too (one printed line).
@@ -274,6 +276,10 @@ class _Run:
         try:
             lines = await self._lines(b.get("output_file_id"))
         except Exception as exc:  # noqa: BLE001 - the output stays on the server: collect it later
+            if _status_code(exc) == 404:  # gone (outputs expire): nothing left to collect
+                _say(f"the output of batch {bid} is gone from the server (404): asking its {len(tasks)} "
+                     "call(s) one by one.")
+                return self._store(bid, [], list(tasks), tasks)
             return self._unfinished(bid, tasks, f"{b['status']} but its output could not be read "
                                     f"({_first_line(exc)})")
         mine = {t.key: t for t in tasks}
