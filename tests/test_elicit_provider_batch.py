@@ -127,6 +127,23 @@ def _requests(cache_dir):
         return [r for (r,) in con.execute("SELECT request FROM responses WHERE payload LIKE '%\"http\"%'")]
 
 
+def test_a_plugged_in_answer_and_error_ids(tmp_path):
+    def answer(body):  # another helper's simulated panel: always "7"
+        return {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                             "message": {"role": "assistant", "content": "Final answer: 7"}}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}}
+
+    its = items(3)
+    bad = engine.make_task("openai/fake", its[1], "answer", 0, engine.Settings()).key
+    with OpenAIServer(answer=answer, batch_seconds=0.1, error_ids={bad}) as srv:
+        df = ask(srv, tmp_path / "c", its)
+        st = srv.stats()
+    assert (df.decision == "7").all() and df.prompt_tokens.tolist() == [3, 3, 3]
+    assert st["batch_answered"] == 2 and st["chat_calls"] == 1
+    assert df.set_index("cache_key").loc[bad, "backend"] == "http"
+
+
 def test_a_server_without_batch_endpoints_is_asked_one_by_one(tmp_path, capsys):
     with OpenAIServer(batch=False) as srv:
         df = ask(srv, tmp_path / "c", items(4), probes=["answer", "counterfactual"])
