@@ -184,10 +184,11 @@ def check_settings(args) -> None:
         raise ValueError(f"--concurrency {args.concurrency}: at least one call must be in flight.")
     if args.max_retries < 0:
         raise ValueError(f"--max-retries must be >= 0, got {args.max_retries}.")
-    if not (math.isfinite(args.batch_poll) and args.batch_poll > 0):
-        raise ValueError(f"--batch-poll {args.batch_poll}: give a number of seconds above 0, e.g. 5.")
-    if args.batch_wait is not None and not (args.batch_wait >= 0):
-        raise ValueError(f"--batch-wait {args.batch_wait}: give a number of seconds, 0 or more.")
+    poll, wait = getattr(args, "batch_poll", 5.0), getattr(args, "batch_wait", None)
+    if not (math.isfinite(poll) and poll > 0):
+        raise ValueError(f"--batch-poll {poll}: give a number of seconds above 0, e.g. 5.")
+    if wait is not None and not (wait >= 0):
+        raise ValueError(f"--batch-wait {wait}: give a number of seconds, 0 or more.")
     if args.cache is not None:
         cache = Path(args.cache)
         if cache.exists() and not cache.is_dir():
@@ -286,7 +287,8 @@ def main(args: argparse.Namespace) -> int:
                  timeout=args.timeout, max_retries=args.max_retries,
                  retry_failed=args.retry_failed, max_cost=args.max_cost,
                  max_tokens=args.max_tokens, seed=args.seed, progress=not args.no_progress,
-                 batch=args.batch, batch_poll=args.batch_poll, batch_wait=args.batch_wait,
+                 batch=getattr(args, "batch", False), batch_poll=getattr(args, "batch_poll", 5.0),
+                 batch_wait=getattr(args, "batch_wait", None),
                  **({"router": args.router} if getattr(args, "router", None) else {}))
     except CacheError as exc:
         saved = _save_partial(exc.partial, args)  # what was fetched is written before the error

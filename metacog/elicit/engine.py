@@ -137,7 +137,6 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
     transport : 'auto' (default) asks ``openai/<name>`` models with ``api_base``
         directly over HTTP (one shared session, far less CPU per call than
         litellm); 'litellm' sends every call through litellm.
-
     batch : send the uncached calls of ``openai/<name>`` models as provider batch jobs (OpenAI's
         or an OpenAI-compatible server's files and batches endpoints, at the batch price) and
         wait for them; replies a batch lacks are asked one by one
