@@ -334,6 +334,30 @@ def test_batch_cost_estimate_is_litellms_batch_price():
     assert estimate_cost([t], "http://127.0.0.1:1/v1", batch=True).loc[0, "cost_usd"] == 0
 
 
+def test_a_cache_made_before_batches_gets_their_table_and_keeps_its_rows(tmp_path):
+    from metacog.elicit import Cache
+
+    with sqlite3.connect(tmp_path / "responses.sqlite") as con:  # the schema before provider batches
+        con.executescript("""
+            CREATE TABLE responses (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL,
+                model TEXT NOT NULL, status TEXT NOT NULL, created REAL NOT NULL, request TEXT NOT NULL,
+                payload TEXT NOT NULL);
+            CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL);
+            INSERT INTO responses (key, model, status, created, request, payload)
+                VALUES ('k1', 'openai/fake', 'ok', 1.0, '{}', '{"text": "Final answer: 1"}');""")
+    with Cache(tmp_path / "responses.sqlite") as c:
+        assert c.get("k1").payload == {"text": "Final answer: 1"}
+        c.record_batch("batch_1", "openai/fake", "ep", ["k2", "k3"])
+        assert c.pending_batches(["k1", "k2", "k3"], "ep") == {"k2": "batch_1", "k3": "batch_1"}
+        assert c.pending_batches(["k2"], "other") == {}
+        stored = c.finish_batch("batch_1", [("k2", "openai/fake", "ok", {}, {"text": "x"})], ["k3"])
+        assert stored == {"k2"} and c.pending_batches(["k2", "k3"], "ep") == {}
+        # a second collector of the same batch stores nothing again
+        assert c.finish_batch("batch_1", [("k2", "openai/fake", "ok", {}, {"text": "x"})]) == set()
+        assert c.count() == 2
+
+
 def test_batch_needs_the_cache():
     with pytest.raises(ValueError, match="batch=True needs the response cache"):
         run(items(1), models=["openai/fake"], probes=["answer"], cache=False, batch=True)
