@@ -51,20 +51,23 @@ def estimate_cost(tasks: Sequence[Task], api_base: str | None = None, batch: boo
         acc[0] += 1
         acc[1] += chars // 4 + 4 * len(t.messages)
         acc[2] += int(t.params.get("max_tokens", 128))
-    rows = []
-    for model, (n, pt, ct) in by.items():
-        if is_local(model):
-            cost = 0.0
-        elif surely_unpriced(model):  # not in the price map: known without importing litellm
-            cost = 0.0 if api_base else math.nan
-        else:
-            try:
-                cost = token_cost(model, pt, ct, batch)
-            except Exception:  # noqa: BLE001 - not in the price map
-                cost = 0.0 if api_base else math.nan
-        rows.append({"model": model, "calls": n, "prompt_tokens": pt, "completion_tokens": ct,
-                     "cost_usd": cost})
+    rows = [{"model": model, "calls": n, "prompt_tokens": pt, "completion_tokens": ct,
+             "cost_usd": model_cost(model, pt, ct, api_base, batch)} for model, (n, pt, ct) in by.items()]
     return pd.DataFrame(rows, columns=["model", "calls", "prompt_tokens", "completion_tokens", "cost_usd"])
+
+
+def model_cost(model: str, prompt_tokens: int, completion_tokens: int, api_base: str | None = None,
+               batch: bool = False) -> float:
+    """:func:`token_cost` of ``model``'s tokens, 0 for a local model, and for a model the price map
+    does not know NaN, or 0 when ``api_base`` points at your own server (paid by the machine)."""
+    if is_local(model):
+        return 0.0
+    if surely_unpriced(model):  # not in the price map: known without importing litellm
+        return 0.0 if api_base else math.nan
+    try:
+        return token_cost(model, prompt_tokens, completion_tokens, batch)
+    except Exception:  # noqa: BLE001 - not in the price map
+        return 0.0 if api_base else math.nan
 
 
 def check_budget(est: pd.DataFrame, max_cost: float | None) -> None:

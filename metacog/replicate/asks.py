@@ -15,7 +15,6 @@ litellm's offline price map, with the provider batch discount where it applies.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import pandas as pd
@@ -133,28 +132,6 @@ def panel_calls(panel: str, n_items: int, n_models: int, *, seed: int = 0) -> pd
                           "completion_tokens": len(items) * proto.max_tokens * n_models}])
 
 
-def _unit_prices(model: str, batch: bool) -> tuple[float, float] | None:
-    """(USD per prompt token, per reply token) of ``model`` in litellm's offline map, the batch
-    prices when ``batch`` (the map's own batch prices where it has them, else half the ordinary
-    ones, as the providers' batch APIs charge); None when the map has no price."""
-    from metacog.elicit.backend import get_litellm
-    from metacog.elicit.pricemap import surely_unpriced
-
-    if surely_unpriced(model):
-        return None
-    try:
-        info = get_litellm().get_model_info(model)
-    except Exception:  # noqa: BLE001 - litellm raises its own errors for unknown models
-        return None
-    pin, pout = info.get("input_cost_per_token"), info.get("output_cost_per_token")
-    if pin is None or pout is None:
-        return None
-    if batch:
-        bin_, bout = info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches")
-        return (float(bin_) if bin_ is not None else pin / 2, float(bout) if bout is not None else pout / 2)
-    return float(pin), float(pout)
-
-
 def cost_table(calls: pd.DataFrame, models, *, api_base: str | None = None, batch: bool = False,
                n_models: int | None = None) -> pd.DataFrame:
     """Per model: calls, prompt and reply tokens (upper bounds) and the estimated cost in USD.
@@ -163,19 +140,13 @@ def cost_table(calls: pd.DataFrame, models, *, api_base: str | None = None, batc
     asks an equal share. Local models cost 0; a model litellm cannot price costs NaN, or 0 when
     ``api_base`` names your own server (you pay for the machine, not per token).
     """
-    from metacog.elicit.tasks import is_local
+    from metacog.elicit.cost import model_cost
 
     models = list(models)
     share = 1.0 / (n_models or len(models))
     n = int(round(calls["calls"].sum() * share))
     pt = int(round(calls["prompt_tokens"].sum() * share))
     ct = int(round(calls["completion_tokens"].sum() * share))
-    rows = []
-    for m in models:
-        if is_local(m):
-            usd = 0.0
-        else:
-            unit = _unit_prices(m, batch)
-            usd = (pt * unit[0] + ct * unit[1]) if unit else (0.0 if api_base else math.nan)
-        rows.append({"model": m, "calls": n, "prompt_tokens": pt, "completion_tokens": ct, "cost_usd": usd})
+    rows = [{"model": m, "calls": n, "prompt_tokens": pt, "completion_tokens": ct,
+             "cost_usd": model_cost(m, pt, ct, api_base, batch)} for m in models]
     return pd.DataFrame(rows, columns=["model", "calls", "prompt_tokens", "completion_tokens", "cost_usd"])
