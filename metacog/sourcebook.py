@@ -304,7 +304,11 @@ def render(result: SourceBook, out: Path, root: Path | None = None) -> Path:
     toc = {"format": "jb-book", "root": "index",
            "chapters": [{"file": f"notebooks/{p}"} for p in served] + [{"file": "references"}]}
     (staged / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
-    index = book.render(staged, out)
+    import contextlib
+    import sys
+
+    with contextlib.redirect_stdout(sys.stderr):  # the command's output is the index's path alone
+        index = book.render(staged, out)
     html = out / "html"
     if html.exists():
         shutil.rmtree(html)
