@@ -41,12 +41,14 @@ from metacog.hypotheses import serving
 
 #: Why a page that takes no response file is not served, by notebook stem.
 NOT_READ = {
-    "benchmark": "a benchmark page: it reads the book's recorded runs of the local panel on one benchmark",
+    "benchmark": "a benchmark page: it reads the book's own recorded runs of one benchmark",
     "data": "it describes the public logs the book reads by default",
     "place": "it places one model among a public panel, from that panel's own data",
     "lab": "it asks (or replays) a local model live; it compares with response files but analyses none",
 }
 FINDINGS, AUDIT = "findings", "audit"
+#: The cell tag of a chapter's prose (or code) about its default sources, left out of a book on files.
+DEFAULT_PROSE = "default-sources"
 
 
 @dataclass
@@ -241,9 +243,10 @@ _DOC = re.compile(r"\{doc\}`([^`<]*?)\s*(?:<([^`>]+)>)?`")
 _TERM = re.compile(r"\{term\}`([^`<]*?)\s*(?:<[^`>]+>)?`")
 
 
-def _unlink_missing(notebook: Path, pages: set[str], titles: dict[str, str], root: Path) -> None:
-    """Turn each ``{doc}`` link to a page this book lacks into plain text (its title), and each
-    glossary ``{term}`` into its words, so the warnings-as-errors render has no dangling reference."""
+def _stage_page(notebook: Path, pages: set[str], titles: dict[str, str], root: Path) -> None:
+    """Leave out the cells about the chapter's default sources (tagged :data:`DEFAULT_PROSE`), and
+    turn each ``{doc}`` link to a page this book lacks into plain text (its title) and each glossary
+    ``{term}`` into its words, so the warnings-as-errors render has no dangling reference."""
     import nbformat
 
     def plain(m):
@@ -260,6 +263,7 @@ def _unlink_missing(notebook: Path, pages: set[str], titles: dict[str, str], roo
         return f"*{book.page_title(md)}*" if md.is_file() else name.replace("_", " ")
 
     nb = nbformat.read(notebook, as_version=4)
+    nb.cells = [c for c in nb.cells if DEFAULT_PROSE not in c.metadata.get("tags", [])]
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = _TERM.sub(lambda m: m.group(1).strip(), _DOC.sub(plain, cell.source))
@@ -295,7 +299,7 @@ def render(result: SourceBook, out: Path, root: Path | None = None) -> Path:
     (staged / "notebooks").mkdir(parents=True)
     for page in served:
         shutil.copy2(result.executed[page], staged / "notebooks" / f"{page}.ipynb")
-        _unlink_missing(staged / "notebooks" / f"{page}.ipynb", set(served), result.titles, root)
+        _stage_page(staged / "notebooks" / f"{page}.ipynb", set(served), result.titles, root)
     (staged / "index.md").write_text(_index_page(result, served))
     (staged / "references.md").write_text("# References\n\n```{bibliography}\n```\n")
     shutil.copy2(root / "references.bib", staged / "references.bib")

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 #: What the default book reads: no trace of it may appear in a book built on a file.
 DEFAULT_SOURCES = [r"\batlas\b", r"\bbattery\b", r"\bspar\b", r"calibration.study", r"audit_policies",
-                   r"audit_full", r"smollm", r"qwen", r"legalbench_sampled"]
+                   r"audit_full", r"smollm", r"qwen", r"legalbench_sampled", r"local panel"]
 
 
 def metacog(*args, cwd=None):
@@ -104,6 +104,8 @@ def test_index_lists_served_pages_and_the_others_with_reasons(book):
     assert "reasoning_text column" in not_served
     assert "8 of each" in not_served  # shortcut: reasoning judges, the chapter's MIN_JUDGES
     assert "SQuAD without its passage" in not_served and "recorded runs" in not_served
+    # the default-sources paragraphs are in the executed chapter, and only the book leaves them out
+    assert "Atlas" in (out / "src" / "notebooks" / "rank_one.ipynb").read_text()
     for page in ("rank_one", "pairwise", "power", "findings"):
         assert (out / "html" / "notebooks" / f"{page}.html").exists()
 
@@ -115,7 +117,15 @@ def test_findings_decides_on_the_files_panels_only(book):
         assert f"my_panel · {bench}" in findings  # verdict rows name the file's panels
     assert "Left out, because the file cannot serve them: shortcut" in findings
     assert default_names_in(findings) == []
-    assert default_names_in(text_of(out / "html" / "index.html")) == []
+
+
+def test_no_page_names_a_default_source(book):
+    """Not in the outputs, nor in the prose: the chapters' paragraphs about their default sources
+    (cells tagged 'default-sources') are left out of a book on files."""
+    _, out, _ = book
+    pages = [out / "html" / "index.html", *(out / "html" / "notebooks").glob("*.html")]
+    assert len(pages) == 5
+    assert {p.name: default_names_in(text_of(p)) for p in pages} == {p.name: [] for p in pages}
 
 
 def test_no_default_source_in_any_output_and_no_folder_of_the_machine(book):
