@@ -53,8 +53,9 @@ def outputs_text(notebook: Path) -> str:
     return "\n".join(parts)
 
 
-def policy_responses(n_models=2, n_items=120, seed=0) -> pd.DataFrame:
-    """A small simulated panel answering yes/no items under C0, C1 (abstaining when unsure) and C2."""
+def policy_responses(n_models=2, n_items=120, seed=0, texts=False) -> pd.DataFrame:
+    """A small simulated panel answering yes/no items under C0, C1 (abstaining when unsure) and C2;
+    with ``texts``, a reasoning text per answer whose words lean on its correctness."""
     rng = np.random.default_rng(seed)
     ease = rng.normal(0.8, 1.0, n_items)
     rows = []
@@ -72,7 +73,12 @@ def policy_responses(n_models=2, n_items=120, seed=0) -> pd.DataFrame:
                                  domain="geography" if i % 3 else "chemistry", probe=probe,
                                  decision="abstain" if abstain else dec, confidence=conf[i],
                                  correct=np.nan if abstain else float(right[i])))
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    if texts:
+        sure, unsure = ["sure", "clearly", "recall"], ["maybe", "perhaps", "guess", "unsure"]
+        df["reasoning_text"] = [f"I {' '.join(rng.choice(sure if c == 1 else unsure, 3))}, so {d}"
+                                for c, d in zip(df["correct"], df["decision"])]
+    return df
 
 
 @pytest.fixture(scope="module")
@@ -161,17 +167,19 @@ def test_a_rerun_reuses_every_executed_page(book):
     assert summary.loc["rank_one", "served"] and summary.loc["rank_one", "reason"] == ""
 
 
-def test_a_file_with_the_policies_adds_miscalibration_and_audit(tmp_path):
+def test_a_file_with_policies_and_texts_adds_miscalibration_audit_and_reasoning_text(tmp_path):
     path = tmp_path / "policies.csv"
-    policy_responses().to_csv(path, index=False)
+    policy_responses(texts=True).to_csv(path, index=False)
     proc = metacog("book", "--source", path, "--out", tmp_path / "book")
     assert proc.returncode == 0, proc.stderr[-3000:]
     executed = sorted(p.stem for p in (tmp_path / "book" / "src" / "notebooks").glob("*.ipynb"))
-    assert executed == ["audit", "findings", "miscalibration"]
+    assert executed == ["audit", "findings", "miscalibration", "reasoning_text"]
     index = text_of(tmp_path / "book" / "html" / "index.html")
     assert "needs 5 models" in index.split("Not served", 1)[1]  # rank_one's MIN_MODELS; the file has 2
-    page = tmp_path / "book" / "html" / "notebooks" / "miscalibration.html"
-    assert "lab-model-0" in text_of(page) and default_names_in(text_of(page)) == []
+    assert "lab-model-0" in text_of(tmp_path / "book" / "html" / "notebooks" / "miscalibration.html")
+    assert "policies.csv:c2" in text_of(tmp_path / "book" / "html" / "notebooks" / "reasoning_text.html")
+    pages = [tmp_path / "book" / "html" / "index.html", *(tmp_path / "book" / "html" / "notebooks").glob("*.html")]
+    assert {p.name: default_names_in(text_of(p)) for p in pages} == {p.name: [] for p in pages}
 
 
 @pytest.mark.parametrize("content, words", [

@@ -243,23 +243,11 @@ def designs_table(sources: list[str] | None = None) -> pd.DataFrame:
     """One row per documented (source, probe): timing, elicitation, temperature, prompt, basis.
 
     ``sources`` (names such as "atlas" or "squad") limit the rows; recorded runs get the
-    per-probe designs of :data:`RUN_DESIGNS` for the probes they declare. A file among
-    ``sources`` gets one row per probe it holds (:func:`design` on its rows), named by its file
-    name only.
+    per-probe designs of :data:`RUN_DESIGNS` for the probes they declare.
     """
-    import os
-
     from metacog.data import recorded
-    from metacog.data.responses import load_responses, source_name
 
-    files = [f for f in (sources or []) if isinstance(f, os.PathLike) or os.path.isfile(str(f))]
-    if files:
-        rows = [{"source": source_name(f), "probe": str(p), **design(f, str(p), g).row()}
-                for f in files for p, g in load_responses(f).groupby("probe", observed=True)]
-        sources = [source_name(f) for f in files] + [s for s in sources if s not in files]
-    else:
-        rows = []
-    rows += [{"source": s, "probe": p, **d.row()} for (s, p), d in DESIGNS.items()]
+    rows = [{"source": s, "probe": p, **d.row()} for (s, p), d in DESIGNS.items()]
     try:
         runs = recorded.runs()
     except (OSError, ValueError):

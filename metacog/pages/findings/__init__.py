@@ -210,3 +210,19 @@ def limits_note(sources: list) -> str:
             "open models are not among the data this book reads, so its claims are tested on the local "
             "panel's own runs of the audit policies and on the small models the hidden-state probe can "
             "run here.")
+
+
+def designs_of(sources: list) -> pd.DataFrame:
+    """The designs table of the page (:func:`metacog.data.designs.designs_table`, without its basis):
+    every documented panel, or with response files ``sources`` one row per probe of each file
+    (:func:`metacog.data.designs.design` on its rows), the file named by its file name only."""
+    from metacog.data.designs import design as design_of, designs_table, timing_rank
+    from metacog.data.responses import load_responses, source_name
+
+    if not sources:
+        return designs_table().drop(columns=["basis"])
+    rows = [{"source": source_name(f), "probe": str(p), **design_of(f, str(p), g).row()}
+            for f in sources for p, g in load_responses(f).groupby("probe", observed=True)]
+    out = pd.DataFrame(rows, columns=["source", "probe", "timing", "elicitation", "temperature", "prompt", "basis"])
+    order = np.array([timing_rank(t) for t in out["timing"]], dtype=int)
+    return out.iloc[np.argsort(order, kind="stable")].drop(columns=["basis"]).reset_index(drop=True)
