@@ -109,7 +109,7 @@ def plan(frames: dict, root: Path | None = None) -> tuple[list[Chapter], dict[st
         elif stem == FINDINGS:
             params = {**ch.parameters, "sources": list(frames)}
         else:
-            why[ch.page] = NOT_READ.get(stem, "it reads the book's own recorded data, not a response file")
+            why[ch.page] = NOT_READ.get(stem, "it takes no response file (its notebook has no sources parameter)")
         if params is not None and not why.get(ch.page):
             why.pop(ch.page, None)
             served.append(Chapter(ch.page, ch.source, ch.parameter_set,
