@@ -146,8 +146,6 @@ def _example_data(args) -> int:
 def _place(args) -> int:
     """``metacog place``: ask one model the panel's items, place it, write the page (one line, exit 2,
     for bad input, checked before any call)."""
-    import dataclasses
-
     from metacog.pages.place import run as placing
 
     try:
@@ -166,18 +164,59 @@ def _place(args) -> int:
         responses = str(placing.collect(args.model, out, api_base=args.api_base, n_items=args.n_items,
                                           seed=args.seed, cache=args.cache, max_tokens=args.max_tokens,
                                           concurrency=args.concurrency, progress=not args.no_progress))
-    from metacog.book import execute_chapter, load_manifest
+    from metacog.replicate.panel import place_page
 
-    chapter = {c.page: c for c in load_manifest()}["place"]
-    chapter = dataclasses.replace(chapter, parameters={
-        **chapter.parameters, "panel": args.panel, "model": args.model, "n_items": int(args.n_items),
-        "seed": int(args.seed), "probe": args.probe, "responses": responses,
-        "max_tokens": int(args.max_tokens or 0)})
-    executed = execute_chapter(chapter, out)
-    page = executed
-    if not args.no_html:
-        page = placing.render_html(executed)
+    page = place_page(args.model, responses, out, panel=args.panel, n_items=args.n_items, seed=args.seed,
+                      probe=args.probe, max_tokens=args.max_tokens, html=not args.no_html)
     print(os.fspath(page))
+    return 0
+
+
+def _replicate(args) -> int:
+    """``metacog replicate``: plan (and with ``--plan`` only print) a run of both papers' designs on
+    the given models, refuse it above ``--budget``, ask, and build the book on the answers."""
+    from metacog.book import BookError
+    from metacog.replicate import ReplicateError, plan, run
+
+    def say(msg):
+        print(f"[replicate] {msg}", file=sys.stderr, flush=True)
+
+    common = dict(benchmarks=args.benchmarks, n_items=args.n_items, audit=not args.no_audit,
+                  api_base=args.api_base, batch=args.batch, max_tokens=args.max_tokens, seed=args.seed,
+                  panel=args.panel, panel_items=args.panel_items)
+    try:
+        if args.plan:
+            from metacog.replicate import check_budget
+
+            p = plan(args.models, **common)
+            print(p.text())
+            check_budget(p, args.budget)
+            return 0
+        from metacog.replicate import check
+
+        check(args.models, args.benchmarks, args.n_items, args.panel, args.panel_items, args.api_base)
+        if not args.out:
+            raise ReplicateError("--out: give the folder for responses.parquet and the book (or use --plan).")
+        _check_out_folder(args.out, "--out")
+        result = run(args.models, args.out, budget=args.budget, router=args.router, cache=args.cache,
+                     concurrency=args.concurrency, timeout=args.timeout, progress=not args.no_progress,
+                     book=not args.no_book, jobs=args.jobs, log=say, **common)
+    except (ReplicateError, ValueError) as exc:  # bad input, over budget, nothing came back: exit 2
+        print(f"metacog replicate: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
+              file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:  # a benchmark's data not found: the message says where it looked
+        print(f"metacog replicate: {exc}", file=sys.stderr)
+        return 2
+    except BookError as exc:
+        print(f"metacog replicate: {exc}", file=sys.stderr)
+        return 1
+    print(os.fspath(result.responses))
+    if result.book is not None:
+        print(os.fspath(result.book.index))
+    if result.placed is not None:
+        for page in result.placed["page"]:
+            print(os.fspath(page))
     return 0
 
 
@@ -246,6 +285,35 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-html", action="store_true", help="execute the page, do not convert it to HTML")
     p.add_argument("--no-progress", action="store_true", help="no line per answered call")
     p.set_defaults(func=_place)
+
+    p = sub.add_parser("replicate", help="ask your models both papers' designs (sized by the power "
+                                         "chapter, priced first) and build the book on their answers")
+    p.add_argument("--models", required=True, help="comma-separated litellm ids (3 or more): openai/NAME "
+                   "with --api-base, hosted ids with keys in the environment, local/NAME, or --router names")
+    p.add_argument("--api-base", default=None, help="OpenAI-compatible server of openai/NAME models")
+    p.add_argument("--router", default=None, metavar="FILE.yaml", help="litellm Router model_list file")
+    p.add_argument("--benchmarks", default=None, help="comma-separated subset of paper 1's six "
+                   "(default all six; SciCode only where its sandbox grader runs)")
+    p.add_argument("--n-items", type=int, default=None, help="items per benchmark (default: the power "
+                   "chapter's size for this many models)")
+    p.add_argument("--no-audit", action="store_true", help="leave out paper 2's policies on the audit set")
+    p.add_argument("--batch", action="store_true", help="send calls through the providers' batch APIs")
+    p.add_argument("--budget", type=float, default=None, metavar="USD",
+                   help="refuse the run, before any call, when its estimated cost exceeds USD")
+    p.add_argument("--plan", action="store_true", help="print sizes, calls, tokens and cost; ask nothing")
+    p.add_argument("--out", default=None, help="folder for responses.parquet and the book")
+    p.add_argument("--cache", default=None, help="response cache folder (default: the user cache)")
+    p.add_argument("--concurrency", type=int, default=8, help="calls in flight per model (default 8)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per call (default 60)")
+    p.add_argument("--max-tokens", type=int, default=None, help="override the templates' reply caps")
+    p.add_argument("--seed", type=int, default=0, help="which items are drawn, and the calls' seed")
+    p.add_argument("--jobs", "-j", type=int, default=None, help="chapters executed at once")
+    p.add_argument("--no-book", action="store_true", help="ask and write responses.parquet only")
+    p.add_argument("--panel", default=None, help="also ask each model this public panel's own protocol "
+                   "and place it among the panel's models (calibration_study)")
+    p.add_argument("--panel-items", type=int, default=200, help="items of the panel's protocol (default 200)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=_replicate)
 
     p = sub.add_parser("collect", help="record the runs of data/responses/runs.yml (local panel)",
                        add_help=False)

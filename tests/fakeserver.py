@@ -282,7 +282,12 @@ def main(argv=None) -> int:
     ap.add_argument("--latency", type=float, default=0.0)
     ap.add_argument("--hang-s", type=float, default=30.0)
     a = ap.parse_args(argv)
-    srv = FakeServer(latency=a.latency, hang_s=a.hang_s, port=a.port).start()
+    return serve_forever(FakeServer(latency=a.latency, hang_s=a.hang_s, port=a.port))
+
+
+def serve_forever(srv: FakeServer) -> int:
+    """Start ``srv``, print ``PORT <n>`` on the first line, serve until interrupted."""
+    srv.start()
     print(f"PORT {srv.port}", flush=True)
     try:
         while True:

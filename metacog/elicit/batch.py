@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from metacog.elicit import http
+from metacog.elicit import http, provider_batch
 from metacog.elicit.backend import call_one, get_litellm, priced, transient_payload
 from metacog.elicit.cache import LEASE_SECONDS, Cache, CacheError
 from metacog.elicit.cost import check_budget, estimate_cost
@@ -52,6 +52,9 @@ class Counts:
     cached_failed: int = 0  # failures replayed from the cache (final ones: re-asked with retry_failed)
     cache_error: str | None = None  # the cache failed mid-run: its message
     unasked: set = field(default_factory=set)  # keys not asked because the cache failed
+    batches: int = 0  # provider batches submitted (metacog.elicit.provider_batch)
+    batched: int = 0  # replies stored from provider batches (also counted in ``done``)
+    pending: int = 0  # calls left waiting in a provider batch (batch_wait ran out)
 
     def broke(self, exc: CacheError) -> None:
         """Note the first cache failure of the run (later ones say nothing new)."""
@@ -105,12 +108,12 @@ def _usable(entry, s: Settings) -> bool:
 def _announce(todo: list[Task], s: Settings, counts: Counts) -> None:
     paid = [t for t in todo if not is_local(t.model)]
     if paid and (s.max_cost is not None or s.progress):
-        est = estimate_cost(paid, s.api_base)
+        est = estimate_cost(paid, s.api_base, batch=s.batch)
         if s.progress:
             total = est["cost_usd"].sum(min_count=1)
             print(f"metacog.elicit: {len(paid)} uncached remote call(s), estimated cost at most "
-                  f"${total:.4f}" + (" (some models have no price)" if est["cost_usd"].isna().any()
-                                     else ""), file=sys.stderr)
+                  f"${total:.4f}" + (" at batch prices" if s.batch else "")
+                  + (" (some models have no price)" if est["cost_usd"].isna().any() else ""), file=sys.stderr)
         if s.max_cost is not None:
             check_budget(est, s.max_cost - counts.spent)
 
@@ -166,7 +169,9 @@ async def run_tasks(tasks: list[Task], cache: Cache | None, s: Settings, counts:
         stop = asyncio.Event()
         beat = asyncio.create_task(_heartbeat(cache, stop, counts)) if cache is not None else None
         try:
-            await _ask_all(todo, cache, s, counts, results, bar, started)
+            todo = await provider_batch.ask(todo, cache, s, counts, results, bar, started)
+            if todo:
+                await _ask_all(todo, cache, s, counts, results, bar, started)
         finally:
             stop.set()
             if beat is not None:
@@ -228,10 +233,7 @@ async def _ask_all(todo: list[Task], cache: Cache | None, s: Settings, counts: C
                 payload = redact_payload(payload)
                 results[t.key] = (status, payload, False)  # kept even if the cache cannot store it
                 if writer is not None and counts.cache_error is None:
-                    request = {"model": t.model, "messages": t.messages, "params": t.params,
-                               "template": t.template.tag,
-                               **({"wire": t.wire} if t.wire else {})}  # sent, not keyed
-                    await writer(counts, "put", t.key, t.model, status, request, payload)
+                    await writer(counts, "put", t.key, t.model, status, t.request(), payload)
                 counts.done += 1
                 counts.failed += status == "error"
                 c = payload.get("cost_usd")

@@ -21,6 +21,11 @@ a finished call releases its key in the same transaction that stores it.
 Another run skips keys under a live lease and waits for their rows; a lease
 whose owner died (same host, pid gone) or stopped renewing is taken over.
 
+Calls sent in a provider's batch (:mod:`metacog.elicit.provider_batch`) are recorded
+in the table ``provider_batches``: one row per (batch id, key) with the model, a digest
+of the server's address (no URL, no key) and a state, 'pending' until the key's reply is
+stored ('stored') or handed back to ordinary calls ('fallback').
+
 Any SQLite error (a file that is not a database, corrupted in the middle, a
 full disk) is raised as :class:`CacheError` naming the file.
 """
@@ -56,6 +61,16 @@ CREATE TABLE IF NOT EXISTS responses (
 CREATE INDEX IF NOT EXISTS responses_key ON responses (key);
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS provider_batches (
+    batch_id TEXT NOT NULL,
+    key      TEXT NOT NULL,
+    model    TEXT NOT NULL,
+    endpoint TEXT NOT NULL,
+    created  REAL NOT NULL,
+    state    TEXT NOT NULL DEFAULT 'pending',
+    PRIMARY KEY (batch_id, key)
+);
+CREATE INDEX IF NOT EXISTS provider_batches_key ON provider_batches (key);
 """
 
 #: Seconds a lease lives unless renewed (runs renew every third of it).
@@ -148,7 +163,7 @@ class Cache:
         except sqlite3.Error as exc:
             raise CacheError(_message(p, exc)) from None
         try:
-            self._con.execute("PRAGMA journal_mode=WAL")
+            self._wal()
             self._con.execute("PRAGMA synchronous=NORMAL")
             self._con.executescript(_DDL)
             self._con.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
@@ -156,6 +171,18 @@ class Cache:
         except sqlite3.Error as exc:
             self._con.close()
             raise CacheError(_message(p, exc)) from None
+
+    def _wal(self) -> None:
+        """Switch to WAL mode. Runs opening a new file at once may find it locked (this pragma does
+        not wait on SQLite's busy timeout): try again for a few seconds."""
+        for attempt in range(60):
+            try:
+                self._con.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or attempt == 59:
+                    raise
+                time.sleep(0.02 + 0.01 * (attempt % 8))
 
     def __repr__(self) -> str:
         return f"Cache({str(self.path)!r})"
@@ -255,6 +282,52 @@ class Cache:
                 "INSERT INTO responses (key, model, status, created, request, payload) "
                 "VALUES (?,?,?,?,?,?)", data)
         return len(data)
+
+    @_guarded
+    def record_batch(self, batch_id: str, model: str, endpoint: str, keys: Iterable[str]) -> None:
+        """Record that ``keys`` were sent in provider batch ``batch_id`` and release their leases
+        (one transaction: another run sees either the lease or the record)."""
+        keys = list(dict.fromkeys(keys))
+        now = time.time()
+        with self._con:
+            self._con.execute("BEGIN IMMEDIATE")
+            self._con.executemany("INSERT OR IGNORE INTO provider_batches VALUES (?,?,?,?,?,'pending')",
+                                  [(batch_id, k, model, endpoint, now) for k in keys])
+            self._con.executemany("DELETE FROM leases WHERE key = ? AND owner = ?",
+                                  [(k, self.owner) for k in keys])
+
+    @_guarded
+    def pending_batches(self, keys: Iterable[str], endpoint: str) -> dict[str, str]:
+        """key -> id of the provider batch at ``endpoint`` still holding it, for the ``keys`` that have one."""
+        keys = list(dict.fromkeys(keys))
+        out: dict[str, str] = {}
+        for i in range(0, len(keys), 900):
+            chunk = keys[i:i + 900]
+            out.update(self._con.execute(
+                f"SELECT key, batch_id FROM provider_batches WHERE key IN ({','.join('?' * len(chunk))}) "
+                "AND endpoint = ? AND state = 'pending' ORDER BY created", [*chunk, endpoint]))
+        return out
+
+    @_guarded
+    def finish_batch(self, batch_id: str, rows: Iterable[tuple[str, str, str, dict[str, Any], dict[str, Any]]],
+                     fallback: Iterable[str] = ()) -> set[str]:
+        """Store the (key, model, status, request, payload) ``rows`` of batch ``batch_id`` whose
+        key is still pending in it, and mark ``fallback`` keys as handed to ordinary calls (one
+        transaction); returns the keys stored here (not those another run stored first)."""
+        rows, fallback = list(rows), list(fallback)
+        now = time.time()
+        with self._con:
+            self._con.execute("BEGIN IMMEDIATE")
+            pending = {k for (k,) in self._con.execute(
+                "SELECT key FROM provider_batches WHERE batch_id = ? AND state = 'pending'", (batch_id,))}
+            mine = [r for r in rows if r[0] in pending]
+            self._con.executemany(
+                "INSERT INTO responses (key, model, status, created, request, payload) VALUES (?,?,?,?,?,?)",
+                [(k, m, st, now, canonical(rq), canonical(pl)) for k, m, st, rq, pl in mine])
+            self._con.executemany("UPDATE provider_batches SET state = ? WHERE batch_id = ? AND key = ?",
+                                  [("stored", batch_id, r[0]) for r in mine]
+                                  + [("fallback", batch_id, k) for k in fallback if k in pending])
+        return {r[0] for r in mine}
 
     @_guarded
     def get_many(self, keys: Iterable[str]) -> dict[str, Entry]:

@@ -69,6 +69,16 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
                      help="retries on 429/5xx/timeouts/broken replies (default 4)")
     ask.add_argument("--max-cost", type=float, default=None, metavar="X",
                      help="refuse to start when the estimated USD cost of uncached paid calls exceeds X")
+    ask.add_argument("--batch", action="store_true",
+                     help="send the uncached calls of openai/<name> models as provider batch jobs "
+                     "(files + batches endpoints, at the batch price, typically half) and wait for them; "
+                     "a server without those endpoints is asked one by one (one printed line)")
+    ask.add_argument("--batch-poll", type=float, default=5.0, metavar="S",
+                     help="seconds before the first look at a batch, then 1.5x longer each time, "
+                     "at most 60 (default 5)")
+    ask.add_argument("--batch-wait", type=float, default=None, metavar="S",
+                     help="stop waiting for batches after S seconds; their calls stay recorded and the "
+                     "next run collects them (default: wait until they end)")
     out = p.add_argument_group("cache and output")
     out.add_argument("--cache", default=None, metavar="DIR",
                      help="response cache folder (default $METACOG_ELICIT_CACHE or ~/.cache/metacog/elicit)")
@@ -174,6 +184,11 @@ def check_settings(args) -> None:
         raise ValueError(f"--concurrency {args.concurrency}: at least one call must be in flight.")
     if args.max_retries < 0:
         raise ValueError(f"--max-retries must be >= 0, got {args.max_retries}.")
+    poll, wait = getattr(args, "batch_poll", 5.0), getattr(args, "batch_wait", None)
+    if not (math.isfinite(poll) and poll > 0):
+        raise ValueError(f"--batch-poll {poll}: give a number of seconds above 0, e.g. 5.")
+    if wait is not None and not (wait >= 0):
+        raise ValueError(f"--batch-wait {wait}: give a number of seconds, 0 or more.")
     if args.cache is not None:
         cache = Path(args.cache)
         if cache.exists() and not cache.is_dir():
@@ -272,6 +287,8 @@ def main(args: argparse.Namespace) -> int:
                  timeout=args.timeout, max_retries=args.max_retries,
                  retry_failed=args.retry_failed, max_cost=args.max_cost,
                  max_tokens=args.max_tokens, seed=args.seed, progress=not args.no_progress,
+                 batch=getattr(args, "batch", False), batch_poll=getattr(args, "batch_poll", 5.0),
+                 batch_wait=getattr(args, "batch_wait", None),
                  **({"router": args.router} if getattr(args, "router", None) else {}))
     except CacheError as exc:
         saved = _save_partial(exc.partial, args)  # what was fetched is written before the error
@@ -289,7 +306,12 @@ def main(args: argparse.Namespace) -> int:
     print(status.rename("rows").reset_index().to_string(index=False), file=sys.stderr)
     n_err = int((df["parse_status"] == "error").sum())
     print(f"metacog elicit: {len(df)} rows; asked {c.get('done', 0)}, cached {c.get('cached', 0)}, "
-          f"failed {n_err}" + (f"; wrote {args.out}" if args.out is not None else ""), file=sys.stderr)
+          f"failed {n_err}" + (f"; {c['batched']} from {c['batches']} provider batch(es)" if c.get("batches")
+                               or c.get("batched") else "")
+          + (f"; wrote {args.out}" if args.out is not None else ""), file=sys.stderr)
+    if c.get("pending_batch"):
+        print(f"metacog elicit: {c['pending_batch']} call(s) still wait in provider batches (rows with "
+              "parse_status 'missing'); run the same command again to collect them.", file=sys.stderr)
     code, why = failure_report(df, args.api_base, c, getattr(args, "router", None))
     if why:
         print(f"metacog elicit: {redact(why)}", file=sys.stderr)

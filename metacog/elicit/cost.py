@@ -15,16 +15,35 @@ class BudgetError(RuntimeError):
     """The estimated cost of the calls still to make exceeds ``max_cost``."""
 
 
-def estimate_cost(tasks: Sequence[Task], api_base: str | None = None) -> pd.DataFrame:
+def token_cost(model: str, prompt_tokens: int, completion_tokens: int, batch: bool = False) -> float:
+    """USD cost of one call's tokens from litellm's offline price map (raises when it has no price).
+
+    With ``batch``, the price of a provider batch: the map's ``input_cost_per_token_batches`` /
+    ``output_cost_per_token_batches`` where it lists them, else half the ordinary price (the
+    discount OpenAI, Anthropic and others give their batch APIs)."""
+    from metacog.elicit.backend import get_litellm
+
+    litellm = get_litellm()
+    pc, cc = litellm.cost_per_token(model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    if not batch:
+        return float(pc + cc)
+    info = litellm.get_model_info(model)
+    bi, bo = info.get("input_cost_per_token_batches"), info.get("output_cost_per_token_batches")
+    pc = prompt_tokens * bi if bi is not None else pc / 2
+    cc = completion_tokens * bo if bo is not None else cc / 2
+    return float(pc + cc)
+
+
+def estimate_cost(tasks: Sequence[Task], api_base: str | None = None, batch: bool = False) -> pd.DataFrame:
     """Upper-bound cost of ``tasks`` per model from litellm's offline price map.
 
     Prompt tokens are estimated as characters / 4; completion tokens as
     ``max_tokens``. Local models cost 0; models the map does not know cost NaN
-    (0 when ``api_base`` points at your own server). Returns one row per model:
-    model, calls, prompt_tokens, completion_tokens, cost_usd.
+    (0 when ``api_base`` points at your own server). With ``batch``, at the price of a
+    provider batch (:func:`token_cost`: the map's batch prices where it has them, else half
+    the ordinary price). Returns one row per model: model, calls, prompt_tokens,
+    completion_tokens, cost_usd.
     """
-    from metacog.elicit.backend import get_litellm
-
     by: dict[str, list[int]] = {}
     for t in tasks:
         chars = sum(len(m["content"]) for m in t.messages)
@@ -33,17 +52,14 @@ def estimate_cost(tasks: Sequence[Task], api_base: str | None = None) -> pd.Data
         acc[1] += chars // 4 + 4 * len(t.messages)
         acc[2] += int(t.params.get("max_tokens", 128))
     rows = []
-    litellm = None
     for model, (n, pt, ct) in by.items():
         if is_local(model):
             cost = 0.0
         elif surely_unpriced(model):  # not in the price map: known without importing litellm
             cost = 0.0 if api_base else math.nan
         else:
-            litellm = litellm or get_litellm()
             try:
-                pc, cc = litellm.cost_per_token(model=model, prompt_tokens=pt, completion_tokens=ct)
-                cost = float(pc + cc)
+                cost = token_cost(model, pt, ct, batch)
             except Exception:  # noqa: BLE001 - not in the price map
                 cost = 0.0 if api_base else math.nan
         rows.append({"model": model, "calls": n, "prompt_tokens": pt, "completion_tokens": ct,

@@ -94,7 +94,8 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
         backoff: float = 1.0, retry_failed: bool = False, max_cost: float | None = None,
         temperature: float = 0.0, max_tokens: int | None = None, seed: int = 0,
         logprobs: bool = True, grader: Callable[[Item, str | None, str], float] | None = None,
-        progress: bool = True, router: Any = None, transport: str = "auto",
+        progress: bool = True, router: Any = None, transport: str = "auto", batch: bool = False,
+        batch_poll: float = 5.0, batch_wait: float | None = None,
         **litellm_kwargs: Any) -> pd.DataFrame:
     """Ask every model every probe on every item; return the tidy response table.
 
@@ -136,6 +137,14 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
     transport : 'auto' (default) asks ``openai/<name>`` models with ``api_base``
         directly over HTTP (one shared session, far less CPU per call than
         litellm); 'litellm' sends every call through litellm.
+    batch : send the uncached calls of ``openai/<name>`` models as provider batch jobs (OpenAI's
+        or an OpenAI-compatible server's files and batches endpoints, at the batch price) and
+        wait for them; replies a batch lacks are asked one by one
+        (:mod:`metacog.elicit.provider_batch`). Needs the cache. A rerun collects the batches a
+        killed run submitted, with or without ``batch``.
+    batch_poll : seconds before the first look at a batch (then 1.5 times longer, at most 60).
+    batch_wait : stop waiting for batches after this many seconds (their calls are then rows
+        with parse_status 'missing'; the next run collects them); None waits until they end.
 
     Returns
     -------
@@ -159,12 +168,19 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
     _check_sandbox(items, probes, grader)
     api_base = from_env(api_base, "api_base (--api-base)")  # 'os.environ/NAME': the value is a secret
     register_url(api_base)
+    if batch and cache is False:
+        raise ValueError("run: batch=True needs the response cache (it records the batch ids); "
+                         "drop cache=False.")
+    if not (batch_poll > 0) or (batch_wait is not None and not batch_wait >= 0):
+        raise ValueError(f"run: batch_poll must be > 0 and batch_wait >= 0 or None, got {batch_poll!r}, "
+                         f"{batch_wait!r}.")
     if transport not in ("auto", "litellm"):
         raise ValueError(f"run: transport must be 'auto' or 'litellm', got {transport!r}.")
     s = Settings(api_base=api_base, concurrency=concurrency, timeout=timeout, max_retries=max_retries,
                  backoff=backoff, retry_failed=retry_failed, max_cost=max_cost,
                  temperature=temperature, max_tokens=max_tokens, seed=seed, logprobs=logprobs,
-                 progress=progress, extra=dict(litellm_kwargs), router=router, transport=transport)
+                 progress=progress, extra=dict(litellm_kwargs), router=router, transport=transport,
+                 batch=batch, batch_poll=batch_poll, batch_wait=batch_wait)
     grader = grader or default_grader
     own_cache = False
     if cache is False:
@@ -267,4 +283,5 @@ async def _phases(items: list[Item], models: list[str], probes: list[str], store
 def _counts(counts: Counts) -> dict[str, Any]:
     return {"done": counts.done, "cached": counts.cached, "failed": counts.failed,
             "cached_failed": counts.cached_failed, "skipped": counts.skipped, "waited": counts.waited,
-            "spent_usd": counts.spent, "not_asked": len(counts.unasked), "cache_error": counts.cache_error}
+            "spent_usd": counts.spent, "not_asked": len(counts.unasked), "cache_error": counts.cache_error,
+            "batches": counts.batches, "batched": counts.batched, "pending_batch": counts.pending}

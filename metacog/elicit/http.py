@@ -123,6 +123,11 @@ def _message(body: bytes) -> str:
         return body[:500].decode("utf-8", "replace")
 
 
+def request_body(model: str, messages: list[dict[str, str]], params: dict[str, Any]) -> dict[str, Any]:
+    """The JSON body of a chat completion for ``openai/<name>``: the name as the server knows it."""
+    return {"model": model.split("/", 1)[1], "messages": messages, **params}
+
+
 async def complete(api_base: str, model: str, messages: list[dict[str, str]], params: dict[str, Any],
                    timeout: float, api_key: str | None) -> dict[str, Any]:
     """POST one chat completion; returns the reply as a dict (raises HTTPError, TimeoutError, ...)."""
@@ -135,7 +140,7 @@ async def complete(api_base: str, model: str, messages: list[dict[str, str]], pa
     elif api_key:
         register(api_key)
         headers["Authorization"] = f"Bearer {api_key}"
-    body = {"model": model.split("/", 1)[1], "messages": messages, **params}
+    body = request_body(model, messages, params)
     async with _session().post(url, data=json.dumps(body), headers=headers,
                                timeout=aiohttp.ClientTimeout(total=timeout)) as r:
         raw = await r.read()

@@ -37,6 +37,11 @@ class Task:
     #: The option letters of a multiple-choice item ('ABCD...'), '' otherwise.
     letters: str = ""
 
+    def request(self) -> dict[str, Any]:
+        """What the cache stores of the call: the key's inputs, and the options sent outside it."""
+        return {"model": self.model, "messages": self.messages, "params": self.params,
+                "template": self.template.tag, **({"wire": self.wire} if self.wire else {})}
+
 
 @dataclass
 class Settings:
@@ -58,6 +63,9 @@ class Settings:
     extra: dict[str, Any] = field(default_factory=dict)  # further litellm kwargs (never keys)
     router: Any = None  # a metacog.elicit.router.RouterSpec: model names served by deployments
     transport: str = "auto"  # 'auto': the direct HTTP path where it applies; 'litellm': always litellm
+    batch: bool = False  # send uncached calls of openai/<name> models in provider batches (half price)
+    batch_poll: float = 5.0  # first wait (s) between looks at a batch; grows x1.5 up to 60 s
+    batch_wait: float | None = None  # stop waiting for batches after this many seconds (None: until done)
 
 
 def is_local(model: str) -> bool:
