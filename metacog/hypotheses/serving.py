@@ -12,6 +12,7 @@ default source enters a page built on the files.
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import pandas as pd
 
@@ -89,6 +90,31 @@ def _panel_shortfall(chapter: str, frames: dict) -> str:
             f"sharing {need_items} items; the file has at most {m} models and {i} shared items")
 
 
+def _power_shortfall(frames: dict) -> str:
+    """The power chapter also needs the simulator matched to a panel: its own complete block and
+    fit (:func:`metacog.hypotheses.power.analysis_block`, ``fit_population``), tried on each panel."""
+    from metacog.hypotheses import power as hw
+    from metacog.hypotheses.panels import panels
+
+    short = _panel_shortfall("power", frames)
+    if short:
+        return short
+    why = []
+    for panel in panels(list(frames), cuts={}):
+        try:
+            C, Y, info = hw.analysis_block(panel.confidence, panel.correct)
+            if info["models"] >= hw.MIN_MODELS and info["items"] >= hw.MIN_ITEMS:
+                with warnings.catch_warnings():  # as the chapter fits: quietly
+                    warnings.simplefilter("ignore")
+                    for name in hw.FITS:
+                        hw.fit_population(C, Y, lam_from=name)
+                return ""
+            why.append(f"{panel.name}: {info['models']} models x {info['items']} items in its complete block")
+        except ValueError as exc:
+            why.append(f"{panel.name}: {str(exc).split(': ', 1)[-1]}")
+    return "the simulator cannot be matched to any panel of the file (" + "; ".join(why[:3]) + ")"
+
+
 def _shortcut_shortfall(frames: dict, reasoning_models=()) -> str:
     from metacog.hypotheses import shortcut as hs
 
@@ -107,9 +133,10 @@ def _shortcut_shortfall(frames: dict, reasoning_models=()) -> str:
             f"(the metadata table does not list them and none is named '-think' beside its twin)")
 
 
-def text_sources(frames: dict, column: str = "reasoning_text") -> list[str]:
-    """'source:probe' for every probe of every source whose rows carry ``column`` texts with at
-    least the reasoning-text chapter's ``MIN_CLASS`` correct and as many wrong ones."""
+def text_sources(frames: dict, column: str = "reasoning_text", judged: bool = True) -> list[str]:
+    """'source:probe' for every probe of every source whose rows carry ``column`` texts (and, with
+    ``judged``, the model's own confidence beside them: the chapter compares the two) with at least
+    the reasoning-text chapter's ``MIN_CLASS`` correct and as many wrong ones."""
     from metacog.hypotheses.reasoning_text import MIN_CLASS
 
     out = []
@@ -118,7 +145,8 @@ def text_sources(frames: dict, column: str = "reasoning_text") -> list[str]:
             continue
         text = df[column].astype("string").str.strip()
         rows = df[text.notna().to_numpy() & (text != "").fillna(False).to_numpy()
-                  & pd.to_numeric(df["correct"], errors="coerce").notna().to_numpy()]
+                  & pd.to_numeric(df["correct"], errors="coerce").notna().to_numpy()
+                  & (pd.to_numeric(df["confidence"], errors="coerce").notna().to_numpy() | (not judged))]
         for probe, g in rows.groupby("probe", observed=True):
             right = int((pd.to_numeric(g["correct"]) > 0).sum())
             if min(right, len(g) - right) >= MIN_CLASS:
@@ -133,7 +161,7 @@ def answer_sources(frames: dict) -> list[str]:
     for s, df in frames.items():
         probes = set(map(str, df["probe"].dropna().unique()))
         attempts = f"{s}:{ATTEMPT}"
-        if JUDGED in probes and attempts in text_sources({s: df[df["probe"] == ATTEMPT]}, "raw_text"):
+        if JUDGED in probes and attempts in text_sources({s: df[df["probe"] == ATTEMPT]}, "raw_text", judged=False):
             out.append(attempts)
     return out
 
@@ -143,8 +171,10 @@ def shortfall(chapter: str, frames: dict, parameters: dict | None = None) -> str
     sentence saying what the chapter needs and what the files lack."""
     from metacog.hypotheses.reasoning_text import MIN_CLASS
 
-    if chapter in ("rank_one", "pairwise", "power"):
+    if chapter in ("rank_one", "pairwise"):
         return _panel_shortfall(chapter, frames)
+    if chapter == "power":
+        return _power_shortfall(frames)
     if chapter == "shortcut":
         return _shortcut_shortfall(frames, (parameters or {}).get("reasoning_models", ()))
     if chapter == "miscalibration":
