@@ -173,6 +173,7 @@ def _execute(chapters: list[Chapter], out: Path, root: Path, files: list[str], j
     from threading import Lock
 
     target_dir = out / "src" / "notebooks"
+    target_dir.mkdir(parents=True, exist_ok=True)
     stamps_file = out / "executed.json"
     stamps = json.loads(stamps_file.read_text()) if stamps_file.exists() else {}
     shared = book._shared_digest(root) + _files_digest(files).encode()
@@ -189,24 +190,30 @@ def _execute(chapters: list[Chapter], out: Path, root: Path, files: list[str], j
             todo.append((ch, fp))
     threads = max(1, (os.cpu_count() or 1) // jobs) if jobs > 1 else None
 
+    def save():  # under the lock: written as each chapter ends, so a crash keeps the others
+        tmp = stamps_file.with_suffix(".json.part")
+        tmp.write_text(json.dumps(stamps, indent=1))
+        os.replace(tmp, stamps_file)
+
     def run(job):
         ch, fp = job
         t0 = time.time()
-        stamps.pop(ch.page, None)
+        with lock:
+            stamps.pop(ch.page, None)
+            save()
         try:
             executed = execute_chapter(ch, target_dir, root, threads=threads)
         except BookError as exc:
             with lock:
                 failures[ch.page] = str(exc)
+                (target_dir / f"{ch.page}.ipynb").unlink(missing_ok=True)  # no half-executed copy
             say(f"{ch.page}: FAILED after {time.time() - t0:.1f} s")
             return
         _hide_folders(executed, files)
         with lock:
             result.executed[ch.page] = executed
             stamps[ch.page] = fp
-            tmp = stamps_file.with_suffix(".json.part")
-            tmp.write_text(json.dumps(stamps, indent=1))
-            os.replace(tmp, stamps_file)
+            save()
         say(f"{ch.page}: executed in {time.time() - t0:.1f} s")
 
     first = [j for j in todo if j[0].source.stem != FINDINGS]

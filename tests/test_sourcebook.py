@@ -218,6 +218,7 @@ def test_a_failing_chapter_exits_1_naming_it_and_keeps_the_others(tmp_path):
     with pytest.raises(sourcebook.BookError, match=r"(?s)'audit'.*planted failure"):
         sourcebook.build([path], out, jobs=2, root=root)
     assert (out / "src" / "notebooks" / "miscalibration.ipynb").exists()
+    assert not (out / "src" / "notebooks" / "audit.ipynb").exists()  # no half-executed copy is kept
     assert not (out / "src" / "notebooks" / "findings.ipynb").exists()  # gathers the others: not run
     said = []
     with pytest.raises(sourcebook.BookError, match="'audit'"):
