@@ -17,7 +17,8 @@ Where things are (packages from the lowest layer up; each imports only lower one
 - :mod:`metacog.pages`: the data, audit, benchmark and lab pages, and the built book's hygiene scan;
 - :mod:`metacog.manifest` (the manifest and parameters cells), :mod:`metacog.book` (execute
   and render), :mod:`metacog.chapter` (one chapter on your own
-  data), :mod:`metacog.cli` (the ``metacog`` command).
+  data), :mod:`metacog.sourcebook` (the whole book on your own data), :mod:`metacog.cli` (the
+  ``metacog`` command).
 
 A number on a page comes from the module named after the page's notebook:
 ``notebooks/pairwise.md`` -> :mod:`metacog.hypotheses.pairwise`, ``notebooks/audit.md`` ->

@@ -11,6 +11,8 @@ from pathlib import Path
 def _book(args) -> int:
     from metacog.book import BookError, ManifestError, ParameterError, build
 
+    if args.source or args.out:
+        return _source_book(args)
     try:
         index = build(only=args.only or None, html=not args.no_html, reuse=not args.force, jobs=args.jobs)
     except (ManifestError, ParameterError) as exc:  # bad input: nothing was executed
@@ -20,6 +22,37 @@ def _book(args) -> int:
         print(f"metacog book: {exc}", file=sys.stderr)
         return 1
     print(f"Executed chapters are in {index}" if args.no_html else f"The book is at {index}")
+    return 0
+
+
+def _source_book(args) -> int:
+    """``metacog book --source FILE --out DIR``: the book on response files (:mod:`metacog.sourcebook`)."""
+    from metacog.book import BookError
+    from metacog.chapter import ChapterInputError
+
+    def say(msg):
+        print(f"[book] {msg}", file=sys.stderr, flush=True)
+
+    try:
+        if not args.source:
+            raise ChapterInputError("--out is for a book on your own files: give --source FILE too.")
+        if not args.out:
+            raise ChapterInputError("--source needs --out DIR, the folder for the executed pages and html/.")
+        if args.only or args.force:
+            raise ChapterInputError("--only and --force are for the default book; with --source every "
+                                    "page the file serves is built (delete DIR to start again).")
+        _check_out_folder(args.out, "--out")
+        from metacog.sourcebook import build
+
+        made = build(args.source, args.out, jobs=args.jobs, html=not args.no_html, log=say)
+    except ChapterInputError as exc:
+        print(f"metacog book: {exc}", file=sys.stderr)
+        return 2
+    except BookError as exc:
+        print(f"metacog book: {exc}", file=sys.stderr)
+        return 1
+    print(made.summary().to_string(index=False), file=sys.stderr)
+    print(os.fspath(made.index) if made.index else Path(args.out).resolve() / "src" / "notebooks")
     return 0
 
 
@@ -197,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-html", action="store_true", help="execute, but do not render")
     p.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                    help="chapters executed at once (default: $METACOG_BOOK_JOBS, else the CPU count, at most 4)")
+    p.add_argument("--source", action="append", metavar="FILE",
+                   help="build the book on your own response file (CSV/Parquet/JSONL) instead; repeat "
+                        "for several; needs --out")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="with --source: folder for the executed pages and the book's html/")
     p.set_defaults(func=_book)
 
     p = sub.add_parser("check", help="check the manifest and every parameter set, run nothing")

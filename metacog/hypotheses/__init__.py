@@ -13,6 +13,7 @@ and show what they return.
 - shared: :mod:`~.panels` (sources -> judgment panels), :mod:`~.verdict` (supported / not
   supported / insufficient evidence), :mod:`~.adequacy` (is a model above chance at all?,
   with :mod:`~.answer_sets`: each item's answer set and so its chance level),
+  :mod:`~.serving` (which chapters a response file can serve, their parameters re-aimed at it),
   :mod:`~.common` and :mod:`~.figures`.
 
 An entry point that makes several tables returns a result object (a

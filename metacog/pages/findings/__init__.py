@@ -179,3 +179,50 @@ def agreement_counts(table: pd.DataFrame) -> pd.DataFrame:
     g = t.groupby(["_c", "paper", "claim", "_d", "design"], sort=True)["agreement"].value_counts().unstack(fill_value=0)
     g = g.reindex(columns=cols, fill_value=0).reset_index().drop(columns=["_c", "_d"])
     return g[[c for c in g.columns if c in ("paper", "claim", "design") or g[c].any()]].rename_axis(None, axis=1)
+
+
+def scope_note(sources: list, left_out: dict) -> str:
+    """The sentence saying which panels the page decides on: every chapter's own sources, or the
+    response files ``sources`` (by file name), with each chapter they cannot serve and why."""
+    from metacog.data.responses import source_name
+    from metacog.tidy.report import fmt_list
+
+    if not sources:
+        return "Every chapter is run on its own sources, the panels of the book."
+    text = f"Every chapter is run on {fmt_list([source_name(s) for s in sources])} instead of its own sources."
+    if left_out:
+        text += " Left out, because the file cannot serve them: " + "; ".join(
+            f"{c.replace('_', ' ')} ({why})" for c, why in left_out.items()) + "."
+    return text
+
+
+def limits_note(sources: list) -> str:
+    """What the page cannot test whatever the data say: the papers' own panels are not public
+    (for the book's panels), or the panel is the researcher's own (``sources``)."""
+    if sources:
+        return ("Every verdict here is decided on the panel of the given file(s), in each panel's own "
+                "design; a claim of either paper is compared with the paper only where the file records "
+                "the paper's design (a 'design' column, see the designs table above).")
+    return ("Two limits hold whatever the data say. Paper 1's own panel (20 frontier models asked "
+            "prospective and counterfactual yes/no questions on six benchmarks) is not public, so its "
+            "claims are tested on the public panels and the small local panel listed above, each in its "
+            "own design. Paper 2's policy logs (gpt-4.1-mini on its 532 audit items) and its three 7–8B "
+            "open models are not among the data this book reads, so its claims are tested on the local "
+            "panel's own runs of the audit policies and on the small models the hidden-state probe can "
+            "run here.")
+
+
+def designs_of(sources: list) -> pd.DataFrame:
+    """The designs table of the page (:func:`metacog.data.designs.designs_table`, without its basis):
+    every documented panel, or with response files ``sources`` one row per probe of each file
+    (:func:`metacog.data.designs.design` on its rows), the file named by its file name only."""
+    from metacog.data.designs import design as design_of, designs_table, timing_rank
+    from metacog.data.responses import load_responses, source_name
+
+    if not sources:
+        return designs_table().drop(columns=["basis"])
+    rows = [{"source": source_name(f), "probe": str(p), **design_of(f, str(p), g).row()}
+            for f in sources for p, g in load_responses(f).groupby("probe", observed=True)]
+    out = pd.DataFrame(rows, columns=["source", "probe", "timing", "elicitation", "temperature", "prompt", "basis"])
+    order = np.array([timing_rank(t) for t in out["timing"]], dtype=int)
+    return out.iloc[np.argsort(order, kind="stable")].drop(columns=["basis"]).reset_index(drop=True)

@@ -53,11 +53,13 @@ class Found:
 
 class Collected(list):
     """:func:`collect`'s list of :class:`Found`, with ``read``: every panel each chapter reads,
-    {panel name: (Design, [chapters])}, in the order first read."""
+    {panel name: (Design, [chapters])}, in the order first read, and ``left_out``: {chapter: why}
+    for the chapters the given sources cannot serve."""
 
     def __init__(self, found=(), read: dict | None = None):
         super().__init__(found)
         self.read = read if read is not None else {}
+        self.left_out: dict[str, str] = {}
 
 
 def _manifest_sets() -> dict:
@@ -355,12 +357,16 @@ _COLLECTORS = {"rank_one": _rank_one, "pairwise": _pairwise, "shortcut": _shortc
                "reasoning_text": _reasoning_text, "miscalibration": _miscalibration}
 
 
-def collect(chapters: dict | None = None, parameter_sets: dict | None = None) -> list[Found]:
+def collect(chapters: dict | None = None, parameter_sets: dict | None = None,
+            sources: list[str] | None = None) -> list[Found]:
     """Every verdict of the hypothesis chapters, each chapter run with its parameter set (a
     :class:`Collected`: its ``read`` says which panels each chapter reads).
 
     ``chapters`` maps a chapter to the name of its parameter set (default :data:`CHAPTERS`);
     ``parameter_sets`` (default: those of ``notebooks/manifest.yml``) maps names to parameters.
+    With ``sources`` (response files) every chapter runs on them instead of its own sources
+    (:func:`metacog.hypotheses.serving.reaim`); a chapter they cannot serve is left out, with
+    why, in the result's ``left_out``.
     """
     chapters = dict(CHAPTERS if chapters is None else chapters)
     sets = _manifest_sets() if parameter_sets is None else parameter_sets
@@ -370,12 +376,21 @@ def collect(chapters: dict | None = None, parameter_sets: dict | None = None) ->
     missing = [s for s in chapters.values() if s not in sets]
     if missing:
         raise ValueError(f"findings.collect: parameter set(s) {missing} are not defined; defined: {sorted(sets)}.")
+    from metacog.hypotheses import serving
     from metacog.hypotheses.panels import reuse
 
     out = Collected()
+    frames = serving.load(list(sources)) if sources else None
     with reuse():  # the chapters read the same sources: load and cut each once
         for chapter, set_name in chapters.items():
-            found, read = _COLLECTORS[chapter](dict(sets[set_name]))
+            params = dict(sets[set_name])
+            if frames is not None:
+                out.left_out[chapter] = serving.shortfall(chapter, frames, params)
+                if out.left_out[chapter]:
+                    continue
+                del out.left_out[chapter]
+                params = serving.reaim(chapter, params, frames)
+            found, read = _COLLECTORS[chapter](params)
             out += found
             for name, d in read:
                 _, who = out.read.setdefault(name, (d, []))
