@@ -153,22 +153,64 @@ def test_elicit_rows_reproduce_the_planted_policies_on_the_audit_set(null_run):
     assert ((c0["correct"] == 0) & (c0["confidence"] >= 0.8)).sum() > 0  # confident errors reach the rows
 
 
-def _pairwise_verdicts(rows: pd.DataFrame, path: Path) -> dict:
-    """The pairwise and power chapters' verdicts (their own collectors) on a response file."""
+def test_every_benchmark_is_answered_and_graded_as_planted(tmp_path):
+    """A few items of each of paper 1's benchmarks (SciCode aside): the gold is graded right, the
+    planted wrong answer wrong, and the rows carry the planted values."""
+    benches = ["squad", "legalbench", "math", "omni_math"]
+    panel = PlantedPanel(3, 0.5, 1, benches)
+    items = {b: load_items(b, n_items=25, seed=2) for b in benches}
+    with PlantedServer(panel) as srv:
+        rows = _run(panel, srv, [it for b in benches for it in items[b]], PAPER1, tmp_path / "cache")
+    assert (rows["parse_status"] == "ok").all()
+    truth = pd.concat([panel.truth(b, [it.item_id for it in items[b]], probes=PAPER1) for b in benches])
+    plantable = truth.drop_duplicates(["benchmark", "item_id"])["plantable"]
+    assert plantable.mean() >= 0.9, truth.loc[~truth["plantable"], ["benchmark", "item_id"]].drop_duplicates()
+    m = _compare(rows, truth)
+    sure = m[m["plantable"] & ~m["ambiguous"]]
+    assert _same(sure["correct"], sure["correct_planted"]).all()
+    assert _same(sure["confidence"], sure["confidence_planted"]).all()
+    assert set(sure["benchmark"]) == set(benches)
+
+
+def _self_other_verdicts(rows: pd.DataFrame, path: Path) -> dict:
+    """The pairwise and power chapters' self-against-other verdicts on the prospective panel of a
+    response file, by their own collectors (:func:`metacog.pages.findings.collect.collect`):
+    {(chapter, claim): status}."""
     from metacog.pages.findings.collect import collect
 
     rows.to_parquet(path)
-    sets = {"pw": {"sources": [str(path)], "cuts": {}, "alpha": 0.05, "unanimous_rule": "either",
-                   "n_permutations": 199, "n_boot": 1000, "seed": 0}}
-    found = collect({"pairwise": "pw"}, sets)
-    return {f.verdict.claim: f.verdict.status for f in found
+    p = {"sources": [str(path)], "cuts": {}, "alpha": 0.05, "unanimous_rule": "either", "n_permutations": 199,
+         "n_boot": 1000, "seed": 0, "power_target": 0.8, "n_sims": 100, "n_sims_factor": 30, "n_perm": 199,
+         "n_null": 200, "kappa_max": 1.0, "kappa_tol": 0.01, "max_items": 2000, "margin": 0.02}
+    found = collect({"pairwise": "p", "power": "p"}, {"p": p})
+    return {(f.chapter, f.verdict.claim): f.verdict.status for f in found
             if "prospective" in f.verdict.claim and "own correctness better" in f.verdict.claim}
 
 
-def test_the_pairwise_chapter_recovers_what_was_planted(null_run, strong_run):
-    null = _pairwise_verdicts(null_run[3], null_run[5] / "null.parquet")
-    strong = _pairwise_verdicts(strong_run[2], strong_run[3] / "strong.parquet")
+def test_the_chapters_recover_what_was_planted(null_run, strong_run):
+    null = _self_other_verdicts(null_run[3], null_run[5] / "null.parquet")
+    strong = _self_other_verdicts(strong_run[2], strong_run[3] / "strong.parquet")
     print("kappa 0:", null, "\nkappa 1:", strong)
-    assert null and strong and len(null) == len(strong) == 2  # all items and contested items
+    # pairwise: all items and contested items; power: beyond base rates
+    assert sorted(c for c, _ in null) == sorted(c for c, _ in strong) == ["pairwise", "pairwise", "power"]
     assert all(s != "supported" for s in null.values())
     assert all(s == "supported" for s in strong.values())
+
+
+def test_the_standalone_server_prints_its_port_and_answers():
+    import json
+    import subprocess
+    import urllib.request
+
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("planted.py")), "--models", "2",
+                             "--kappa", "0", "--port", "0", "--benchmarks", "audit"],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("PORT "), line
+        url = f"http://127.0.0.1:{int(line.split()[1])}/v1/models"
+        served = json.load(urllib.request.urlopen(url, timeout=10))
+        assert [d["id"] for d in served["data"]] == ["planted-00", "planted-01"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
