@@ -46,7 +46,6 @@ import socket
 import string
 import sys
 import threading
-import time
 from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -417,9 +416,10 @@ def main(argv=None) -> int:
     srv = PlantedServer(panel, port=a.port).start()
     print(f"PORT {srv.port}", flush=True)
     try:
-        while True:
-            time.sleep(3600)
+        threading.Event().wait()  # until interrupted (Ctrl-C) or terminated
     except KeyboardInterrupt:
+        pass
+    finally:
         srv.stop()
     return 0
 
