@@ -130,7 +130,8 @@ class PlantedPanel:
         self.items, self._latent, self._by_question, self._canonical = {}, {}, {}, {}
         for b in self.benchmarks:
             self._load(b)
-        self.requests = 0
+        self.requests = 0  # replies given (counted under a lock: the server answers from many threads)
+        self._count = threading.Lock()
         self._plantable: dict = {}
 
     # -- the planted structure ------------------------------------------------------------
@@ -250,7 +251,8 @@ class PlantedPanel:
     def answer(self, body: dict) -> dict:
         """An OpenAI chat.completion reply to the request ``body`` (an error body for an unknown
         model or an unrecognised prompt; :func:`status_of` gives its HTTP status)."""
-        self.requests += 1
+        with self._count:
+            self.requests += 1
         model = str(body.get("model", ""))
         j = self._index.get(model.split("/", 1)[-1] if model not in self._index else model)
         if j is None:

@@ -214,3 +214,21 @@ def test_the_standalone_server_prints_its_port_and_answers():
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_math_is_graded_as_planted_from_inside_a_running_event_loop(tmp_path):
+    """In a notebook `elicit.run` runs its loop in a worker thread; the MATH grader must still work
+    there (math-verify's signal-based timeouts work only in the main thread)."""
+    import asyncio
+
+    panel = PlantedPanel(2, 0.0, 0, ["math"])
+    items = load_items("math", n_items=20, seed=4)
+
+    async def inside_a_loop():  # as in Jupyter: a loop is already running when run() is called
+        return _run(panel, srv, items, ["answer_no_context"], tmp_path / "cache")
+
+    with PlantedServer(panel) as srv:
+        rows = asyncio.run(inside_a_loop())
+    m = _compare(rows, panel.truth("math", [it.item_id for it in items], probes=["answer_no_context"]))
+    assert m["correct_planted"].sum() > 5
+    assert _same(m["correct"], m["correct_planted"]).all()
