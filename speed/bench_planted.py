@@ -61,7 +61,8 @@ def _compare(panel, rows, bench, probes):
     truth = panel.truth(bench, list(dict.fromkeys(rows["item_id"])), probes=probes)
     m = rows.merge(truth, on=["model", "benchmark", "item_id", "probe"], how="outer", suffixes=("", "_t"),
                    indicator=True)
-    unmatched = int((m["_merge"] != "both").sum())
+    amb = set(truth.loc[truth["ambiguous"], "item_id"])
+    unmatched = int(((m["_merge"] != "both") & ~m["item_id"].isin(amb)).sum())
     m = m[m["_merge"] == "both"]
     sure = m[m["plantable"].astype(bool) & ~m["ambiguous"].astype(bool)]
 
@@ -69,8 +70,12 @@ def _compare(panel, rows, bench, probes):
         a, b = a.astype(float).to_numpy(), b.astype(float).to_numpy()
         return int((~((a == b) | (np.isnan(a) & np.isnan(b)))).sum())
 
+    bad = sure[(sure["correct"].astype(float).fillna(-1) != sure["correct_t"].astype(float).fillna(-1))]
+    for r in bad.head(3).itertuples():
+        print(f"    differs: {r.model} {r.item_id} {r.probe}: correct {r.correct} planted {r.correct_t}; "
+              f"reply {str(r.raw_text)[-60:]!r}", flush=True)
     per_item = truth.drop_duplicates("item_id")
-    print(f"  {bench}: {len(m)} rows, {unmatched} without a planted row; on {sure['item_id'].nunique()} plantable "
+    print(f"  {bench}: {len(m)} rows, {unmatched} of unambiguous items without a planted row; on {sure['item_id'].nunique()} plantable "
           f"unambiguous items {differ(sure['correct'], sure['correct_t'])} correct and "
           f"{differ(sure['confidence'], sure['confidence_t'])} confidence values differ from the plant; "
           f"{int(per_item['ambiguous'].sum())} ambiguous, {int((~per_item['plantable'].astype(bool)).sum())} "

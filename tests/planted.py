@@ -26,9 +26,11 @@ What each probe gets, for model ``j`` on item ``i`` (``z``, ``c*`` and ``t_j`` a
 Each benchmark's latent rows come from one ``population`` draw over all of that benchmark's items
 (sorted by id, seeded by the panel's seed and the benchmark's name, with the panel's abilities
 and thresholds), so a (model, item)'s planted values do not depend on which items a client
-asks about. Items whose question text another item of the same benchmark shares render the same
-prompt, so a client cannot tell them apart: they are answered as the first of them (by id) and
-:meth:`PlantedPanel.truth` flags them ``ambiguous``.
+asks about. Items whose question text another item shares (in the same benchmark or another one the panel
+covers: MMLU-Pro and MATH share some) render the same context-free prompts, so a client cannot
+tell them apart: they take the planted values of the first of them (benchmarks in the panel's
+order, ids sorted), which answers for them, and :meth:`PlantedPanel.truth` flags the others
+``ambiguous``.
 
 :class:`PlantedServer` serves ``PlantedPanel.answer`` over HTTP (a thin layer: any server that
 maps an OpenAI request body to a reply body can serve the panel). Standalone:
@@ -143,17 +145,17 @@ class PlantedPanel:
         z, c_star = pop.latent["z"], pop.latent["c_star"]
         pos = {it.item_id: i for i, it in enumerate(items)}
         self._latent[bench] = (pos, z, c_star)
-        first: dict = {}
-        for it in items:
+        for it in items:  # the first item (benchmarks in order, ids sorted) with a question text answers for it
             q = str(it.question).strip()
-            head = first.setdefault(q, it)
-            self._canonical[(bench, it.item_id)] = head.item_id
+            head = self._by_question.get(q, [it])[0]
+            self._canonical[(bench, it.item_id)] = (head.benchmark, head.item_id)
             self._by_question.setdefault(q, []).append(it)
 
     def planted(self, bench: str, item_id: str, j: int) -> dict:
         """Model ``j``'s planted values on one item: z, c*, and what each probe gets."""
-        pos, z, c_star = self._latent[bench]
-        i = pos[self._canonical[(bench, item_id)]]
+        head_bench, head_id = self._canonical[(bench, item_id)]
+        pos, z, c_star = self._latent[head_bench]
+        i = pos[head_id]
         it = self.items[bench][item_id]
         zz, gap = float(z[i, j]), float(c_star[i, j] - self.thresholds[j])
         has_context = bool((it.context or "").strip())
@@ -245,7 +247,7 @@ class PlantedPanel:
         # an item without context renders 'answer' as 'answer_no_context' (the same planted value);
         # items sharing a question text render the same context-free prompts: the first answers
         found.sort(key=lambda f: (f[0] != "answer_no_context",
-                                  self._canonical[(f[1].benchmark, f[1].item_id)] != f[1].item_id))
+                                  self._canonical[(f[1].benchmark, f[1].item_id)] != (f[1].benchmark, f[1].item_id)))
         return found[0]
 
     def answer(self, body: dict) -> dict:
@@ -306,7 +308,7 @@ class PlantedPanel:
             for iid in ids:
                 it = self.items[benchmark][iid]
                 v = self.planted(benchmark, iid, j)
-                amb = self._canonical[(benchmark, iid)] != iid
+                amb = self._canonical[(benchmark, iid)] != (benchmark, iid)
                 ok = self.plantable(benchmark, iid) if check else None
                 for probe in probes:
                     if probe == "counterfactual" and not v["correct_context"]:

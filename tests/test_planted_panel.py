@@ -88,6 +88,14 @@ def test_planted_values_follow_the_simulator_and_not_the_item_subset():
     thr = dict(zip("openai/" + pd.Series(a.models), a.thresholds))
     assert ((pro["confidence"] == 1) == (pro["c_star"] > pro["model"].map(thr))).all()
     assert ((pro["correct"] == 1) == (pro["z"] > 0)).all()
+    # a question text two benchmarks share (MATH and MMLU-Pro do) renders one prompt: one planted value
+    both = PlantedPanel(2, 0.0, 0, ["mmlu_pro", "math"])
+    math = both.truth("math", probes=["prospective"], check=False)
+    twin = math[math["ambiguous"]].iloc[0]
+    question = str(both.items["math"][twin["item_id"]].question).strip()
+    mmlu_id = next(i for i, it in both.items["mmlu_pro"].items() if str(it.question).strip() == question)
+    mmlu = both.truth("mmlu_pro", [mmlu_id], probes=["prospective"], check=False)
+    assert not mmlu["ambiguous"].any() and mmlu.iloc[0]["z"] == twin["z"]
     c0 = t[t["probe"] == "c0"]
     wrong_confident = ((c0["correct"] == 0) & (c0["confidence"] >= 0.8)).mean()
     assert 0.02 < wrong_confident < 0.3  # kappa 0.5: some confident errors are planted
