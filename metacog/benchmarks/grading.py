@@ -146,6 +146,8 @@ def math_equivalent(response: str, gold: str) -> bool:
     last expression). Equivalent forms (\\frac{1}{2}, 0.5, 1/2; sets; intervals;
     tuples; expanded and factored polynomials) verify.
     """
+    import threading
+
     from math_verify import parse, verify
 
     gold = str(gold).strip()
@@ -153,14 +155,19 @@ def math_equivalent(response: str, gold: str) -> bool:
         return False
     has_math_delims = re.search(r"(?<!\\)\$", gold) is not None or "\\boxed" in gold
     gold_text = gold if has_math_delims else f"${gold}$"
+    # math-verify's timeouts are signal alarms, which only the main thread can set: elsewhere (elicit.run
+    # inside a running event loop, as in a notebook, runs in a worker thread) it raises, so every reply
+    # was graded wrong. There it runs without its timeouts.
+    main = threading.current_thread() is threading.main_thread()
+    p_kw, v_kw = ({}, {}) if main else ({"parsing_timeout": None}, {"timeout_seconds": None})
     try:
-        gold_parsed = parse(gold_text)
+        gold_parsed = parse(gold_text, **p_kw)
         if not gold_parsed:
-            gold_parsed = parse(gold)
-        pred_parsed = parse(str(response))
+            gold_parsed = parse(gold, **p_kw)
+        pred_parsed = parse(str(response), **p_kw)
         if not gold_parsed or not pred_parsed:
             return False
-        return bool(verify(gold_parsed, pred_parsed))
+        return bool(verify(gold_parsed, pred_parsed, **v_kw))
     except Exception:  # math-verify can raise on exotic LaTeX; such a reply is not graded correct
         return False
 
