@@ -1,4 +1,14 @@
-"""The ``metacog`` command: build the book, ask models, check data."""
+"""The ``metacog`` command: build the book, ask models, check data.
+
+Exit codes, the same for every subcommand (book, check, data, chapter, example-data, place,
+elicit, replicate, collect, probe):
+
+- 0: done;
+- 1: the work itself failed (a chapter raised while executing, a build step broke);
+- 2: a usage or environment error (bad option or file, no checkout, no server, nothing usable
+  came back), reported as one line on stderr, without a traceback, before anything is lost;
+- 130: interrupted (Ctrl-C), one line.
+"""
 
 from __future__ import annotations
 
@@ -56,7 +66,7 @@ def _data(args) -> int:
 
 
 def _chapter(args) -> int:
-    from metacog.book import BookError
+    from metacog.book import BookError, ManifestError
     from metacog.chapter import ChapterInputError, parse_cut, parse_value, run
 
     def say(msg):
@@ -71,7 +81,7 @@ def _chapter(args) -> int:
         _check_out_folder(args.out, "--out")
         page = run(args.name, args.source, args.out, parameters=parameters, cuts=cuts,
                    html=not args.no_html, log=say, **extra)
-    except ChapterInputError as exc:
+    except (ChapterInputError, ManifestError) as exc:  # bad input, or no checkout: exit 2
         print(f"metacog chapter: {exc}", file=sys.stderr)
         return 2
     except BookError as exc:

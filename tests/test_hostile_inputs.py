@@ -1,0 +1,89 @@
+"""Names from a response file never become markup on a page (issue #39): the report layer's one
+escape (:func:`metacog.tidy.report.escape_text`, and the styled tables' HTML) checked with an HTML
+parser, and the exit code of a command run outside the checkout."""
+
+import os
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pandas as pd
+
+from metacog.tidy.report import escape_text, pretty
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HOSTILE = [
+    "<script>alert(1)</script>",
+    '<img src=x onerror="alert(2)">',
+    "\"quoted\" 'single' `tick` {glue:text}`x` {} %s %(x)d",
+    "../../escape/../etc/passwd",
+    "/tmp/absolute/path",
+    "line one\nline two",
+    "\u202eevil\u200fname",
+    "*bold* _under_ [link](javascript:alert(3)) | pipe & amp",
+    "L" * 1000,
+]
+
+
+class _Tags(HTMLParser):
+    """Every start tag and attribute value of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags, self.attrs, self.text = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs.extend(v or "" for _, v in attrs)
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def _parse(html):
+    p = _Tags()
+    p.feed(html)
+    return p
+
+
+def test_a_styled_table_of_hostile_names_has_no_element_from_the_data():
+    table = pretty(pd.DataFrame({"model": HOSTILE, "<b>head</b>": range(len(HOSTILE))}))
+    page = _parse(table._repr_html_())
+    assert set(page.tags) <= {"style", "table", "thead", "tbody", "tr", "th", "td"}
+    assert not any("alert" in a or "javascript" in a for a in page.attrs)
+    text = "".join(page.text)
+    for name in HOSTILE:  # each name comes back as text, whole (newlines included)
+        assert name in text
+    assert "<b>head</b>" in text
+
+
+def test_escape_text_leaves_plain_names_and_defuses_markup():
+    for plain in ("gpt-4o-mini", "Llama 3.1 70B", "claude-3.5-sonnet (2024-10-22)", "qwen2.5:7b"):
+        assert escape_text(plain) == plain
+    for name in HOSTILE:
+        out = escape_text(name)
+        assert "<" not in out and ">" not in out and "\n" not in out
+        page = _parse(f"<p>{out}</p>")
+        assert page.tags == ["p"]
+    assert escape_text("a_b") == r"a\_b"  # Markdown renders it as a_b, never as emphasis
+    assert escape_text("{glue:text}`x`") == r"\{glue:text\}\`x\`"  # no MyST role
+
+
+def _cli(cwd, *args):
+    env = {k: v for k, v in os.environ.items() if k != "METACOG_PROJECT_ROOT"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-m", "metacog.cli", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd)
+
+
+def test_chapter_and_book_outside_the_checkout_exit_2_with_one_line(tmp_path):
+    src = tmp_path / "r.csv"
+    src.write_text("model,item_id,probe,confidence,correct\nm,q,p,0.5,1\n")
+    for args in (["chapter", "rank_one", "--source", str(src), "--out", str(tmp_path / "o")],
+                 ["book", "--no-html"]):
+        proc = _cli(tmp_path, *args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "checkout" in proc.stderr and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
