@@ -141,6 +141,11 @@ def _place(args) -> int:
         responses = str(placing.collect(args.model, out, api_base=args.api_base, n_items=args.n_items,
                                           seed=args.seed, cache=args.cache, max_tokens=args.max_tokens,
                                           concurrency=args.concurrency, progress=not args.no_progress))
+    try:
+        placing.refuse_unusable(responses, args.model, args.api_base)
+    except ValueError as exc:  # nothing usable came back: a page on nothing would only mislead
+        print(f"metacog place: {exc}", file=sys.stderr)
+        return 2
     from metacog.replicate.panel import place_page
 
     page = place_page(args.model, responses, out, panel=args.panel, n_items=args.n_items, seed=args.seed,
