@@ -87,3 +87,31 @@ def test_chapter_and_book_outside_the_checkout_exit_2_with_one_line(tmp_path):
         assert proc.returncode == 2, (args, proc.stderr)
         assert "checkout" in proc.stderr and "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_place_page_of_a_hostile_model_name_has_no_element_from_it(mirror, tmp_path):
+    """`metacog place --responses` on answers whose model is named with markup: the page's HTML
+    parses with the name as text only (no tag, no attribute, no code span from it)."""
+    from test_cli_errors import cli
+    from test_place_cli import RandomMCQServer
+
+    env = {"METACOG_DATA_MIRROR": str(mirror)}
+    with RandomMCQServer() as srv:
+        got = cli("place", "--model", "openai/fake", "--api-base", srv.base_url, "--n-items", "30",
+                  "--seed", "3", "--out", str(tmp_path / "asked"), "--cache", str(tmp_path / "cache"),
+                  "--no-html", "--no-progress", env=env)
+    assert got.returncode == 0, got.stderr[-2000:]
+    name = "<script>alert(1)</script>`x`{y} *b* <img src=x onerror=alert(2)>"
+    answers = pd.read_parquet(tmp_path / "asked" / "responses.parquet").assign(model=name)
+    answers.to_parquet(tmp_path / "hostile.parquet")
+    out = tmp_path / "out"
+    proc = cli("place", "--responses", str(tmp_path / "hostile.parquet"), "--n-items", "30", "--seed", "3",
+               "--out", str(out), "--no-progress", env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    html = (out / "place.html").read_text()
+    page = _parse(html)
+    assert "script" not in page.tags and page.tags.count("img") == html.count("data:image/png")
+    assert not any("alert" in a for a in page.attrs)
+    text = "".join(page.text)
+    assert "<script>alert(1)</script>`x`{y}" in text  # the name, shown as written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["asked", "cache", "hostile.parquet", "out"]

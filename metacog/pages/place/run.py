@@ -121,6 +121,7 @@ def render_html(notebook: str | Path) -> Path:
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark").enable("table")
+    shown = MarkdownIt("commonmark", {"html": False}).enable("table")  # outputs: raw HTML as text
     nb = nbformat.read(str(notebook), as_version=4)
     parts = []
     for cell in nb.cells:
@@ -137,7 +138,7 @@ def render_html(notebook: str | Path) -> Path:
             elif "text/html" in data:
                 parts.append(data["text/html"])
             elif "text/markdown" in data:
-                parts.append(md.render(data["text/markdown"]))
+                parts.append(shown.render(data["text/markdown"]))
             elif out.get("output_type") == "stream":
                 parts.append(f"<pre>{html.escape(out.get('text', ''))}</pre>")
             elif "text/plain" in data:
