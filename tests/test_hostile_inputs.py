@@ -115,3 +115,51 @@ def test_place_page_of_a_hostile_model_name_has_no_element_from_it(mirror, tmp_p
     text = "".join(page.text)
     assert "<script>alert(1)</script>`x`{y}" in text  # the name, shown as written
     assert sorted(p.name for p in tmp_path.iterdir()) == ["asked", "cache", "hostile.parquet", "out"]
+
+
+class _Scripts(_Tags):
+    """Also the text inside script elements (the book's own scripts hold no data)."""
+
+    def __init__(self):
+        super().__init__()
+        self.in_script, self.script_text = False, []
+
+    def handle_starttag(self, tag, attrs):
+        super().handle_starttag(tag, attrs)
+        self.in_script = tag == "script"
+
+    def handle_data(self, data):
+        (self.script_text if self.in_script else self.text).append(data)
+
+    def handle_endtag(self, tag):
+        self.in_script = False
+
+
+def test_rank_one_on_a_file_of_hostile_names_parses_with_every_name_as_text(tmp_path):
+    """`metacog chapter rank_one --source FILE` where models, benchmarks and domains are named with
+    markup, quotes, format characters, path pieces, newlines, right-to-left marks and 1,000
+    characters: the page's HTML has no element or attribute from them, and nothing is written
+    outside --out."""
+    from metacog.power.examples import example_responses
+
+    d = example_responses(n_models=len(HOSTILE), n_items=200, seed=3)
+    d["model"] = d["model"].map(dict(zip(sorted(d["model"].unique()), HOSTILE)))
+    d["benchmark"] = d["benchmark"].map({"algebra": "<b>bench</b>", "history": "his{}tory", "law": "law`x`"})
+    d["domain"] = "<i>" + d["domain"] + "</i>"
+    src = tmp_path / "in" / "hostile.csv"
+    src.parent.mkdir()
+    d.to_csv(src, index=False)
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "metacog.cli", "chapter", "rank_one", "--source", str(src),
+                           "--out", str(out)], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "METACOG_PROJECT_ROOT": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    page = _Scripts()
+    page.feed((out / "html" / "rank_one.html").read_text())
+    assert "b" not in page.tags  # <b>bench</b> and <i>...</i> stay text
+    assert not any("alert" in a or "onerror" in a for a in page.attrs)
+    assert not any("alert" in s for s in page.script_text)
+    text = "".join(page.text)
+    assert "<script>alert(1)</script>" in text and "<b>bench</b>" in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out"]  # no path piece wrote elsewhere
+    assert sorted(p.name for p in (tmp_path / "in").iterdir()) == ["hostile.csv"]
