@@ -9,6 +9,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from metacog.tidy.report import escape_text, pretty
 
@@ -163,3 +164,42 @@ def test_rank_one_on_a_file_of_hostile_names_parses_with_every_name_as_text(tmp_
     assert "<script>alert(1)</script>" in text and "<b>bench</b>" in text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "out"]  # no path piece wrote elsewhere
     assert sorted(p.name for p in (tmp_path / "in").iterdir()) == ["hostile.csv"]
+
+
+def test_place_against_a_server_answering_200_with_no_choices_exits_2_in_one_line(mirror, tmp_path):
+    """A server that answers every call with HTTP 200 and an empty ``choices`` list: no page on
+    nothing, one line naming what failed, exit 2."""
+    from fakeserver import FakeServer
+    from test_cli_errors import cli, one_line_exit_2
+
+    class NoChoices(FakeServer):
+        async def _complete(self, req, auth=""):
+            return 200, {"id": "x", "object": "chat.completion", "choices": [], "usage": {}}
+
+    with NoChoices() as srv:
+        proc = cli("place", "--model", "openai/fake", "--api-base", srv.base_url, "--n-items", "4",
+                   "--seed", "3", "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),
+                   "--no-html", "--no-progress", env={"METACOG_DATA_MIRROR": str(mirror)})
+    one_line_exit_2(proc, "4", "nothing was lost", "rerun")
+    assert not (tmp_path / "out" / "place.ipynb").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["book", "--only", "no_such_page"],
+    ["check", "--manifest-typo"],
+    ["data", "--verify", "no_such_data"],
+    ["chapter", "no_such_chapter", "--source", "x.csv", "--out", "OUT"],
+    ["example-data", "--out", "OUT/x.unknown"],
+    ["place", "--model", "gpt-4o", "--api-base", "http://127.0.0.1:9/v1"],
+    ["elicit", "--no-such-flag"],
+    ["replicate", "--models", "openai/one", "--api-base", "http://127.0.0.1:9/v1", "--plan"],
+    ["collect", "no_such_run"],
+    ["probe"],
+])
+def test_every_subcommand_exits_2_on_a_usage_error_without_a_traceback(tmp_path, args):
+    from test_cli_errors import cli
+
+    proc = cli(*[a.replace("OUT", str(tmp_path / "out")) for a in args])
+    assert proc.returncode == 2, (args, proc.returncode, proc.stderr[-1500:])
+    assert "Traceback" not in proc.stderr and proc.stderr.strip()
+    assert proc.stderr.strip().splitlines()[-1].startswith("metacog")  # the one line naming the command
