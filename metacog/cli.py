@@ -1,4 +1,14 @@
-"""The ``metacog`` command: build the book, ask models, check data."""
+"""The ``metacog`` command: build the book, ask models, check data.
+
+Exit codes, the same for every subcommand (book, check, data, chapter, example-data, place,
+elicit, replicate, collect, probe):
+
+- 0: done;
+- 1: the work itself failed (a chapter raised while executing, a build step broke);
+- 2: a usage or environment error (bad option or file, no checkout, no server, nothing usable
+  came back), reported as one line on stderr, without a traceback, before anything is lost;
+- 130: interrupted (Ctrl-C), one line.
+"""
 
 from __future__ import annotations
 
@@ -89,7 +99,7 @@ def _data(args) -> int:
 
 
 def _chapter(args) -> int:
-    from metacog.book import BookError
+    from metacog.book import BookError, ManifestError
     from metacog.chapter import ChapterInputError, parse_cut, parse_value, run
 
     def say(msg):
@@ -104,7 +114,7 @@ def _chapter(args) -> int:
         _check_out_folder(args.out, "--out")
         page = run(args.name, args.source, args.out, parameters=parameters, cuts=cuts,
                    html=not args.no_html, log=say, **extra)
-    except ChapterInputError as exc:
+    except (ChapterInputError, ManifestError) as exc:  # bad input, or no checkout: exit 2
         print(f"metacog chapter: {exc}", file=sys.stderr)
         return 2
     except BookError as exc:
@@ -164,6 +174,11 @@ def _place(args) -> int:
         responses = str(placing.collect(args.model, out, api_base=args.api_base, n_items=args.n_items,
                                           seed=args.seed, cache=args.cache, max_tokens=args.max_tokens,
                                           concurrency=args.concurrency, progress=not args.no_progress))
+    try:
+        placing.refuse_unusable(responses, args.model, args.api_base)
+    except ValueError as exc:  # nothing usable came back: a page on nothing would only mislead
+        print(f"metacog place: {exc}", file=sys.stderr)
+        return 2
     from metacog.replicate.panel import place_page
 
     page = place_page(args.model, responses, out, panel=args.panel, n_items=args.n_items, seed=args.seed,

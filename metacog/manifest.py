@@ -43,7 +43,7 @@ def book_root(root: str | Path | None = None) -> Path:
     try:
         return settings.require_project_root("the book")
     except settings.ProjectRootError as exc:
-        raise BookError(str(exc)) from None
+        raise ManifestError(str(exc)) from None  # an environment error: exit 2
 
 
 @dataclass

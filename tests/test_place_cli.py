@@ -85,3 +85,18 @@ def test_out_under_a_file_exits_2(tmp_path):
     f.write_text("x")
     one_line_exit_2(cli("place", "--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1",
                         "--out", str(f / "sub")), "--out")
+
+
+def test_place_with_no_server_up_exits_2_before_rendering_and_a_rerun_asks_again(mirror, tmp_path):
+    """Connection refused on every call: one line, exit 2, no page; the failures are not kept as
+    answers, so the same command once the server is up asks every call again."""
+    env = {"METACOG_DATA_MIRROR": str(mirror)}
+    args = ["place", "--model", "openai/fake", "--n-items", "5", "--seed", "3", "--out",
+            str(tmp_path / "out"), "--cache", str(tmp_path / "cache"), "--no-html", "--no-progress"]
+    down = cli(*args, "--api-base", "http://127.0.0.1:9/v1", env=env)
+    one_line_exit_2(down, "all 5 calls", "127.0.0.1:9", "nothing was lost", "rerun")
+    assert not (tmp_path / "out" / "place.ipynb").exists()
+    with RandomMCQServer() as srv:
+        up = cli(*args, "--api-base", srv.base_url, env=env)
+        assert up.returncode == 0, up.stderr[-2000:]
+        assert srv.requests == 5

@@ -9,6 +9,7 @@ read "n/a" in prose and "–" in tables.
 
 from __future__ import annotations
 
+import html
 import math
 import re
 
@@ -165,6 +166,25 @@ def readable(name) -> str:
     return " ".join(w.upper() if w in _UPPER else w for w in words)
 
 
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}|#!~])")
+
+
+def escape_text(value) -> str:
+    """``value`` (a name or text from data: a model, item, benchmark, reply) made safe for a
+    page: HTML-significant characters as entities (``<``, ``>``, ``&``, quotes) and
+    Markdown/MyST-significant ones (backticks, ``*``, ``_``, brackets, ``{}``, ``|``) behind a
+    backslash, newlines as spaces; a plain name prints unchanged. The one escape every page
+    helper uses for data strings (tables, ``Markdown``, glue, figure titles).
+
+    >>> escape_text("<script>alert(1)</script>")
+    '&lt;script&gt;alert(1)&lt;/script&gt;'
+    >>> escape_text("gpt-4o mini")
+    'gpt-4o mini'
+    """
+    s = " ".join(str(value).splitlines())
+    return _MD_SPECIAL.sub(r"\\\1", html.escape(s, quote=True))
+
+
 class PrettyTable(pd.DataFrame):
     """A DataFrame of display strings whose HTML has no index column (for notebook pages)."""
 
@@ -173,7 +193,9 @@ class PrettyTable(pd.DataFrame):
         return PrettyTable
 
     def _repr_html_(self) -> str:
-        return self.style.hide(axis="index").set_table_attributes('class="dataframe"').to_html()
+        # Styler does not escape cells or headers by default: names from data would be markup
+        return (self.style.format(escape="html").format_index(escape="html", axis=1)
+                .hide(axis="index").set_table_attributes('class="dataframe"').to_html())
 
     def __repr__(self) -> str:
         return self.to_string(index=False)

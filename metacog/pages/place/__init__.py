@@ -29,7 +29,7 @@ from metacog.hypotheses.adequacy import adequacy
 from metacog.hypotheses.verdict import Verdict, cap, decide
 from metacog.pages.place.stats import LABELS, METRICS, metric_ranks, recalibrate
 from metacog.stats.population import internal_population
-from metacog.tidy.report import fmt_ci, fmt_count, fmt_num
+from metacog.tidy.report import escape_text, fmt_ci, fmt_count, fmt_num
 
 PANELS = ("calibration_study",)
 #: Fewest items a placement needs (the gate's ``min_items``), and correct and wrong answers.
@@ -226,7 +226,7 @@ def axis_sentence(r: Placement) -> str:
     me, others = a[a["new"]].iloc[0], a[~a["new"]]
     rank = int((others["loading"] > me["loading"]).sum()) + 1
     return (f"On the panel's rank-one confidence axis (one factor fitted to the {len(a)} models whose "
-            f"confidence, cut at its own median, varies on these items), {r.model} loads {fmt_num(me['loading'], 2)} (rank {rank} of "
+            f"confidence, cut at its own median, varies on these items), {escape_text(r.model)} loads {fmt_num(me['loading'], 2)} (rank {rank} of "
             f"{len(a)}; panel models {fmt_num(others['loading'].min(), 2)} to "
             f"{fmt_num(others['loading'].max(), 2)}, median {fmt_num(others['loading'].median(), 2)}) "
             f"with threshold {fmt_num(me['threshold'], 2)} (panel {fmt_num(others['threshold'].min(), 2)} "
@@ -247,7 +247,7 @@ def headline_sentence(r: Placement) -> str:
     diff = fmt_ci(h["diff"], h["ci_low"], h["ci_high"], digits=3)
     asked = int(r.gate.get("n_rows", h["n_items"]) or h["n_items"])
     s = (f"On {fmt_count(h['n_items'], 'item')} with a usable {r.probe.replace('_', ' ')} (of {asked} "
-         f"asked; {h['n_correct']} of them answered correctly), {r.model}'s own confidence has AUROC "
+         f"asked; {h['n_correct']} of them answered correctly), {escape_text(r.model)}'s own confidence has AUROC "
          f"{fmt_num(h['auroc_internal'], 3)} for telling its right answers from its wrong ones; the "
          f"panel's mean confidence on the same items has {fmt_num(h['auroc_population'], 3)}; "
          f"internal − population {diff}.")
@@ -337,7 +337,7 @@ def smece_sentence(r: Placement) -> str:
     e, s = t.loc["ece", "value"], t.loc["smece", "value"]
     a = r.recalibration.set_index("method").loc["as stated"]
     gap = abs(a["mean_confidence"] - a["accuracy"])
-    out = f"{r.model}'s smooth ECE is {fmt_num(s, 3)}, its ECE with 10 bins {fmt_num(e, 3)}."
+    out = f"{escape_text(r.model)}'s smooth ECE is {fmt_num(s, 3)}, its ECE with 10 bins {fmt_num(e, 3)}."
     if np.isfinite(s) and abs(s - gap) < 1e-3:
         out += (f" The smooth ECE equals the gap between its mean confidence and its accuracy "
                 f"({fmt_num(gap, 3)}): its confidence is off in the same direction at every level, "

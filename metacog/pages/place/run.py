@@ -85,6 +85,29 @@ def describe(responses: pd.DataFrame) -> str:
             f"{int((status == 'error').sum())} failed calls")
 
 
+def refuse_unusable(responses: str | Path, model: str, api_base: str | None = None) -> None:
+    """Raise ValueError (one sentence: what failed, that nothing was lost, how to rerun) when no
+    reply of the responses file is usable, before a page is rendered on nothing. Failed calls are
+    not kept as answers: the next run asks them again."""
+    df = pd.read_parquet(responses) if str(responses).endswith((".parquet", ".pq")) else None
+    if df is None:
+        from metacog.pages.place import load_new
+
+        df = load_new(str(responses))
+    one = df[df["probe"] == PROBES[0]] if "probe" in df else df
+    status = one["parse_status"].astype(str) if "parse_status" in one else pd.Series("ok", index=one.index)
+    usable = (status == "ok") & one["confidence"].notna() if "confidence" in one else status == "ok"
+    if len(one) and usable.any():
+        return
+    n, failed = len(one), int((status == "error").sum())
+    where = f" at {api_base}" if api_base else ""
+    what = (f"all {n} calls to {model}{where} failed (is the server up?)" if n and failed == n
+            else f"none of the {n} replies of {model} could be used ({failed} failed calls, the rest "
+                 f"unparsable or without a confidence)")
+    raise ValueError(f"{what}; no page was made and nothing was lost: failed calls are asked again, "
+                     f"so rerun the same command once the model answers.")
+
+
 def render_html(notebook: str | Path) -> Path:
     """A self-contained HTML page from an executed notebook (prose, then each cell's shown
     output: tables, figures as inline PNG, text), written next to it as ``<stem>.html``.
@@ -98,6 +121,7 @@ def render_html(notebook: str | Path) -> Path:
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark").enable("table")
+    shown = MarkdownIt("commonmark", {"html": False}).enable("table")  # outputs: raw HTML as text
     nb = nbformat.read(str(notebook), as_version=4)
     parts = []
     for cell in nb.cells:
@@ -114,7 +138,7 @@ def render_html(notebook: str | Path) -> Path:
             elif "text/html" in data:
                 parts.append(data["text/html"])
             elif "text/markdown" in data:
-                parts.append(md.render(data["text/markdown"]))
+                parts.append(shown.render(data["text/markdown"]))
             elif out.get("output_type") == "stream":
                 parts.append(f"<pre>{html.escape(out.get('text', ''))}</pre>")
             elif "text/plain" in data:
