@@ -44,7 +44,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "prompt_tokens": ("Int64", "Prompt tokens."),
     "completion_tokens": ("Int64", "Completion tokens."),
     "cost_usd": ("float64", "Estimated cost in US dollars (0 for local models)."),
-    "backend": ("string", "How the row was produced: 'litellm', 'llama_cpp', or 'log:<dataset>'."),
+    "backend": ("string", "How the row was produced: 'litellm', 'llama_cpp', 'batch' (a provider's batch API), or 'log:<dataset>'."),
     "backend_version": ("string", "Version of the backend library or dataset commit."),
     "template_version": ("string", "Prompt template id and version, e.g. 'prospective@1'."),
     "cache_key": ("string", "Content address of the call in the response cache."),
