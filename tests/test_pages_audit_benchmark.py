@@ -228,3 +228,27 @@ def test_audit_notice_says_where_the_p_yes_reading_passes_and_claims_name_their_
     assert "yes-sayer under C0 on b.csv: overconfident on average" in claims
     one = ap.analyse_sources(paths[:1])
     assert "yes-sayer under C0: overconfident on average" in [v.claim for v in one["verdicts"]]
+
+
+def test_a_stated_confidence_withheld_at_the_gate_names_what_the_gate_tested():
+    """Issue 38: a model that says Yes to everything fails the gate on its answers, while its
+    P(Yes) tells true from false items; the reason says so instead of 'no knowledge'."""
+    rng, noise = np.random.default_rng(3), np.random.default_rng(4)
+    gold = np.tile([1.0, 0.0], 60)
+    rows = []
+    for i, g in enumerate(gold):
+        for m, hidden in (("p/H", True), ("p/N", False)):
+            p = 0.55 + 0.4 / (1 + np.exp(-(3 * (g - 0.5) + rng.normal()))) if hidden else 0.55 + 0.4 * noise.random()
+            rows.append(dict(model=m, item_id=f"a{i}", probe="c0", decision="yes", p_yes=p, correct=float(g == 1),
+                             confidence=0.9, parse_status="ok", domain="d"))
+    df = pd.DataFrame(rows)
+    gate = bp.model_gate(df, "c0")
+    assert not gate.set_index("model")["carries_signal"].any()
+    v = {x.claim: x for x in ap.audit_verdicts(ap.audit_scores(df, "c0", gate), "c0")}
+    hidden = v["H under C0: its stated confidence tells right from wrong answers"]
+    assert hidden.status == INSUFFICIENT
+    assert "worded answers are at chance" in hidden.reason
+    assert "although its first-token P(Yes) tells true from false items (AUROC 0." in hidden.reason
+    assert "no knowledge" not in hidden.reason
+    flat = v["N under C0: its stated confidence tells right from wrong answers"]
+    assert "does not tell true from false items either" in flat.reason

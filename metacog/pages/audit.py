@@ -88,6 +88,20 @@ def display_audit_scores(scores: pd.DataFrame, task: str):
     return pretty(pd.DataFrame(out) if out else pd.DataFrame({"note": ["no yes/no answers"]}))
 
 
+def _gate_reason(knowledge: dict | None) -> str:
+    """Why a stated confidence is not judged when the worded answers fail the gate, naming what
+    the gate tested (the answers) and what the first-token P(Yes) shows of the model's knowledge."""
+    head = ("its worded answers are at chance (the adequacy gate), so its right answers are no more than chance "
+            "gives and there is nothing for its stated confidence to track")
+    if knowledge is None or not np.isfinite(knowledge.get("auroc", np.nan)):
+        return head
+    span = f"AUROC {knowledge['auroc']:.2f}, {knowledge['ci_low']:.2f} to {knowledge['ci_high']:.2f}"
+    if knowledge["ci_low"] > 0.5:
+        return (f"{head}, although its first-token P(Yes) tells true from false items ({span}): the "
+                "knowledge is in its log probabilities, not in the answers its confidence is about")
+    return f"{head}, and its first-token P(Yes) does not tell true from false items either ({span})"
+
+
 def audit_verdicts(scores: pd.DataFrame, policy: str) -> list[Verdict]:
     """Per model, two claims under ``policy``: its first-token P(Yes) tells true from false
     items (knowledge, AUROC > 0.5), and its stated confidence tells its right from its wrong
@@ -106,8 +120,8 @@ def audit_verdicts(scores: pd.DataFrame, policy: str) -> list[Verdict]:
             full = f"{name} under {policy.upper()}: {claim}"
             if key[0] == "confidence" and not r["carries_signal"]:
                 out.append(Verdict(full, stat, r["auroc"], r["ci_low"], r["ci_high"], n, INSUFFICIENT,
-                                   "its answers are at chance, so there is no knowledge for its "
-                                   "confidence to track", 0.5, digits=2, basis="counts"))
+                                   _gate_reason(by.get(("knowledge", "p_yes"))), 0.5, digits=2,
+                                   basis="counts"))
                 continue
             out.append(decide(full, stat, r["auroc"], r["ci_low"], r["ci_high"], line=0.5, n=n,
                               min_counts={"positives": MIN_CLASS, "negatives": MIN_CLASS}, digits=2))

@@ -137,7 +137,7 @@ def gate_sentence(gate: pd.DataFrame) -> str:
         else:
             parts.append(f"The answers of {name} do not clear the bar, so it stays in the tables, "
                          f"marked as at chance, and out of every claim about its metacognition: "
-                         f"there is no knowledge for its confidence to track.")
+                         f"its answers give its confidence nothing to track.")
     return " ".join(parts)
 
 
