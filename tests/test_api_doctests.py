@@ -41,3 +41,17 @@ def test_the_page_shows_examples():
     finder = doctest.DocTestFinder(recurse=False)
     examples = sum(len(t.examples) for d in TARGETS for t in finder.find(_object(d), d))
     assert examples >= 15
+
+
+#: The functions issue 38 names as what a researcher calls; each is on the page with an example.
+CALLED = ["metad_trials", "ece", "smooth_ece", "tetrachoric", "pairwise_calibration", "self_other_test",
+          "h_proxy", "load_responses", "metacog.elicit.engine.run", "metacog.pages.place.run.check",
+          "metacog.chapter.run", "metacog.replicate.planning.plan"]
+
+
+@pytest.mark.parametrize("name", CALLED)
+def test_the_functions_a_researcher_calls_are_on_the_page_with_an_example(name):
+    hits = [d for d in TARGETS if d == name or d.endswith("." + name)]
+    assert hits, f"{name} is not on book/api.md"
+    finder = doctest.DocTestFinder(recurse=False)
+    assert sum(len(t.examples) for t in finder.find(_object(hits[0]), hits[0])) >= 1, f"{hits[0]} has no example"

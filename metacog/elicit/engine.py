@@ -150,6 +150,18 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
     -------
     DataFrame conforming to :mod:`metacog.tidy.schema`, plus the columns 'attempts'
     and 'error'. One row per model x item x probe x sample that was asked.
+
+    Without a network: litellm's ``mock_response`` stands in for the model's reply.
+
+    >>> import os; os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    >>> from metacog.benchmarks import load_items
+    >>> items = load_items("audit", n_items=2, seed=0)
+    >>> df = run(items, ["openai/gpt-4o-mini"], ["c0"], cache=False, progress=False,
+    ...          mock_response="Final answer: Yes\\nConfidence: 0.9")
+    >>> df[["item_id", "probe", "decision", "confidence", "parse_status"]]
+             item_id probe decision  confidence parse_status
+    0  audit-cul-036    c0      yes         0.9           ok
+    1  audit-his-017    c0      yes         0.9           ok
     """
     if router is not None:
         from metacog.elicit.router import RouterSpec, load_router

@@ -143,6 +143,14 @@ def plan(models, *, benchmarks=None, n_items: int | None = None, audit: bool = T
     ``n_items`` overrides the planned items per benchmark; ``benchmarks`` defaults to paper 1's
     six (SciCode only where its sandbox grader runs); ``audit`` adds paper 2's policies on the
     audit set; ``panel`` a public panel's own protocol on ``panel_items`` items.
+
+    >>> p = plan(["openai/gpt-4o-mini", "openai/gpt-4.1-mini", "openai/gpt-4.1-nano"],
+    ...          benchmarks="mmlu_pro", n_items=100, audit=False, n_sims=50)
+    >>> p.summary()[["benchmark", "items asked", "calls (at most)", "prompt tokens"]]
+      benchmark  items asked  calls (at most)  prompt tokens
+    0  mmlu_pro          100             1200         243231
+    >>> round(p.total_cost, 2)  # US dollars at litellm's offline prices
+    0.19
     """
     models, chosen, notes = check(models, benchmarks, n_items, panel, panel_items, api_base)
     from metacog.memo import memo

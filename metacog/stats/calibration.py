@@ -116,7 +116,7 @@ class ECEResult:
 
 
 def ece(y_true, y_score, n_bins: int = 10, strategy: str = "uniform") -> ECEResult:
-    """Expected calibration error: sum over bins of (n_b / n) * |accuracy_b - mean confidence_b|.
+    """Expected calibration error: sum over bins of ``(n_b / n) * |accuracy_b - mean confidence_b|``.
 
     Bins are [lo, hi) except the last, which includes its upper edge. ``strategy="uniform"``
     splits [0, 1] into equal widths; ``"quantile"`` uses quantiles of the confidence (equal

@@ -118,6 +118,8 @@ def parallel_analysis(X, n_iter: int = 20, reference: str = "resampled", seed: i
                       n_factors_fit: int = 1, max_redraw: int = 100) -> ParallelResult:
     """Parallel analysis of binary ratings (items as rows, raters as columns).
 
+    Parameters
+    ----------
     reference : "normal" (thresholded independent normals) or "resampled" (columns permuted).
     rule : "revised" (default): factor q+1 is kept when its observed eigenvalue exceeds that of
         data simulated from the fitted q-factor model (Green et al. 2012), the first factor
@@ -127,6 +129,15 @@ def parallel_analysis(X, n_iter: int = 20, reference: str = "resampled", seed: i
     statistic : a quantile in (0, 1) of the reference eigenvalues (default 0.95), or "mean"
         (psych's default, which lets noise factors through more often).
     n_factors_fit : factors in the minres fit that gives the factor eigenvalues (psych: 1).
+
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> ease = rng.normal(size=300)  # one shared difficulty axis, no self-knowledge
+    >>> models = [f"m{j}" for j in range(5)]
+    >>> correct = pd.DataFrame({m: (ease + rng.normal(size=300) > 0).astype(float) for m in models})
+    >>> confidence = pd.DataFrame({m: (ease + rng.normal(size=300) > -0.3).astype(float) for m in models})
+    >>> parallel_analysis(confidence, seed=0).n_factors  # one shared axis
+    1
     """
     if reference not in ("normal", "resampled"):
         raise ValueError(f"parallel_analysis: reference must be 'normal' or 'resampled', got {reference!r}.")

@@ -32,7 +32,23 @@ DECISIONS = ("yes", "no", "abstain")
 
 
 def policy_table(df: pd.DataFrame, threshold: float = 0.8) -> pd.DataFrame:
-    """Validate the input table and add y, answered, correct, p, p_tilde, se, cc, ocw."""
+    """Validate the input table and add y, answered, correct, p, p_tilde, se, cc, ocw.
+
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({
+    ...     "item_id": ["a", "a", "b", "b"], "domain": "geo", "probe": ["c0", "c1", "c0", "c1"],
+    ...     "gold": ["yes", "yes", "no", "no"], "decision": ["yes", "yes", "yes", "abstain"],
+    ...     "confidence": [0.9, 0.8, 0.95, None]})
+    >>> policy_table(rows)[["item_id", "probe", "p_tilde", "se", "ocw"]]
+      item_id probe  p_tilde      se    ocw
+    0       a    c0     0.90  0.0100  False
+    1       a    c1     0.80  0.0400  False
+    2       b    c0     0.95  0.9025   True
+    3       b    c1     0.50  0.2500  False
+
+    ``p_tilde`` is the probability given to the gold label being yes (0.5 for an abstention), ``se``
+    its squared error: the policy-aware Brier score of each row.
+    """
     need = ["item_id", "domain", "probe", "decision", "confidence"]
     miss = [c for c in need if c not in df.columns]
     if miss:
@@ -101,6 +117,16 @@ def policy_gains(df: pd.DataFrame, baseline: str = "c0") -> pd.DataFrame:
 
     gain = mean over items present under both policies of (se_baseline - se_policy); positive
     means the policy lowers the loss. Also abstention rate and accuracy on answered items.
+
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({
+    ...     "item_id": ["a", "a", "b", "b"], "domain": "geo", "probe": ["c0", "c1", "c0", "c1"],
+    ...     "gold": ["yes", "yes", "no", "no"], "decision": ["yes", "yes", "yes", "abstain"],
+    ...     "confidence": [0.9, 0.8, 0.95, None]})
+    >>> policy_gains(rows)[["policy", "loss", "gain", "abstain_rate"]].round(3)
+      policy   loss   gain  abstain_rate
+    0     c0  0.456  0.000           0.0
+    1     c1  0.145  0.311           0.5
     """
     t = df if "se" in df.columns else policy_table(df)
     wide = t.pivot_table(index=["model", "domain", "item_id"], columns="probe", values="se")
@@ -132,6 +158,18 @@ def h_proxy(df: pd.DataFrame, lam: float = 1.0, threshold: float = 0.8, ddof: in
     std is over the policies present for the item (population std, ``ddof=0``, by default);
     OCW_C0 = the C0 answer is wrong with confidence >= threshold.
     Returns model, domain, h_proxy, mean_std, ocw_rate, n_items.
+
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({
+    ...     "item_id": ["a", "a", "b", "b"], "domain": "geo", "probe": ["c0", "c1", "c0", "c1"],
+    ...     "gold": ["yes", "yes", "no", "no"], "decision": ["yes", "yes", "yes", "abstain"],
+    ...     "confidence": [0.9, 0.8, 0.95, None]})
+    >>> h_proxy(rows)[["domain", "h_proxy", "mean_std", "ocw_rate", "n_items"]].round(4)
+      domain  h_proxy  mean_std  ocw_rate  n_items
+    0    geo   0.6375    0.1375       0.5        2
+
+    Item a: the spread of 0.9 and 0.8 is 0.05, no OCW; item b: the spread of 0.95 and 0.5
+    (the abstention) is 0.225, plus 1 for its confident wrong C0 answer; the mean is 0.6375.
     """
     t = policy_table(df, threshold)
     p = t.pivot_table(index=["model", "domain", "item_id"], columns="probe", values="p")

@@ -96,6 +96,21 @@ def internal_population(confidence: pd.DataFrame, correct: pd.DataFrame, *, ci: 
     model, n_items, n_correct, auroc_internal, auroc_population, diff, se, ci_low, ci_high,
     p_value and sufficient (at least ``min_class`` correct and ``min_class`` wrong answers; an
     insufficient model keeps its numbers but no claim should rest on them).
+
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> ease = rng.normal(size=300)  # one shared difficulty axis, no self-knowledge
+    >>> models = [f"m{j}" for j in range(5)]
+    >>> correct = pd.DataFrame({m: (ease + rng.normal(size=300) > 0).astype(float) for m in models})
+    >>> confidence = pd.DataFrame({m: (ease + rng.normal(size=300) > -0.3).astype(float) for m in models})
+    >>> ip = internal_population(confidence, correct)
+    >>> ip[["model", "auroc_internal", "auroc_population", "diff", "ci_low", "ci_high"]].round(2).head(2)
+      model  auroc_internal  auroc_population  diff  ci_low  ci_high
+    0    m0            0.63              0.76 -0.13   -0.19    -0.07
+    1    m1            0.70              0.82 -0.12   -0.18    -0.06
+
+    With no self-knowledge, the others' mean confidence (four judges) predicts a model's
+    correctness better than its own one judgment does.
     """
     if list(confidence.columns) != list(correct.columns) or not confidence.index.equals(correct.index):
         correct = correct.reindex(index=confidence.index, columns=confidence.columns)

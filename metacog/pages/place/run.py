@@ -23,7 +23,19 @@ N_MMLU_PRO = 12032
 
 def check(panel: str, model: str, api_base: str | None, n_items: int, probe: str = "verbal_confidence",
           responses: str | None = None, max_tokens: int | None = None, concurrency: int = 1) -> None:
-    """Raise ValueError (one sentence) for input ``metacog place`` cannot run with."""
+    """Raise ValueError (one sentence) for input ``metacog place`` cannot run with.
+
+    >>> check("spar", "local/smollm2-135m", None, 200)
+    Traceback (most recent call last):
+    ...
+    ValueError: --panel spar: spar's elicitation code (cma1114/spar_self_awareness) states no licence, ...
+    >>> check("calibration_study", "openai/my-model", None, 200)
+    Traceback (most recent call last):
+    ...
+    ValueError: --model openai/my-model: an openai/ model needs --api-base URL ...
+    >>> check("calibration_study", "openai/my-model", "http://127.0.0.1:8000/v1", 200) is None
+    True
+    """
     if max_tokens is not None and int(max_tokens) < 1:
         raise ValueError(f"--max-tokens {max_tokens}: a reply needs at least 1 token.")
     if int(concurrency) < 1:
