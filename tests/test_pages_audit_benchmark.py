@@ -252,3 +252,22 @@ def test_a_stated_confidence_withheld_at_the_gate_names_what_the_gate_tested():
     assert "no knowledge" not in hidden.reason
     flat = v["N under C0: its stated confidence tells right from wrong answers"]
     assert "does not tell true from false items either" in flat.reason
+
+
+def test_what_the_models_wrote_is_a_table_not_a_dump():
+    """Issue 38: the benchmark page's rationales and attempts are tables of the model, the
+    judgment, its P(Yes) and grade, and the text, not debugging lines like 'decision=yes'."""
+    df = _bench(n=8)
+    df["reasoning_text"] = np.where(df["probe"] == "prospective", "I know this one " * 60, None)
+    df["raw_text"] = np.where(df["probe"] != "prospective", "Final answer: 42", None)
+    t = bp.rationale_examples(df, n_examples=2, seed=0)
+    assert list(t.columns) == ["model", "item", "judgment", "P(Yes)", "right without the context", "rationale"]
+    assert len(t) == 4 and set(t["model"]) == {"A", "B"}
+    assert set(t["judgment"]) <= {"yes", "no"} and set(t["right without the context"]) <= {"yes", "no"}
+    assert all(len(x) <= 404 and x.endswith(" ...") for x in t["rationale"])
+    assert "decision=" not in repr(t)
+    a = bp.attempt_examples(df, seed=0)
+    assert list(a.columns) == ["model", "attempt", "item", "right", "reply"] and len(a) == 4
+    assert set(a["attempt"]) == {"with the context", "without it"}
+    empty = bp.rationale_examples(df[df["probe"] != "prospective"])
+    assert list(empty["note"]) == ["No prospective rationales."]

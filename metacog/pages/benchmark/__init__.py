@@ -374,22 +374,35 @@ def _gold_text(gold) -> str:
 
 
 def rationale_examples(responses: pd.DataFrame, n_examples: int = 2, seed: int = 0,
-                       probe: str = "prospective") -> str:
-    """Up to ``n_examples`` random ``probe`` rationales per model with the decision, P(Yes) and
-    whether the model could answer without the context."""
+                       probe: str = "prospective"):
+    """Up to ``n_examples`` random ``probe`` rationales per model, as a table: the judgment,
+    its P(Yes), whether the model then answered right without the context, and the rationale
+    (cut to 400 characters)."""
     r = responses[(responses["probe"] == probe) & responses["reasoning_text"].notna()]
     r = r.sample(frac=1.0, random_state=seed).groupby("model").head(n_examples).sort_values("model")
-    return "\n".join(
-        f"[{short_model(x['model'])}] decision={x['decision']} P(Yes)={fmt_num(x['p_yes'])} "
-        f"correct without context={'n/a' if pd.isna(x['correct']) else int(x['correct'])}\n"
-        f"  {_clip(x['reasoning_text'], 400)}\n" for x in r.to_dict("records")) or f"No {probe} rationales."
+    if r.empty:
+        return pretty(pd.DataFrame({"note": [f"No {probe} rationales."]}))
+    t = pd.DataFrame({
+        "model": r["model"].map(short_model).to_numpy(),
+        "item": r["item_id"].to_numpy(),
+        "judgment": r["decision"].fillna("unparsed").to_numpy(),
+        "P(Yes)": r["p_yes"].to_numpy(dtype=float),
+        "right without the context": ["not asked" if pd.isna(c) else ("yes" if c == 1 else "no") for c in r["correct"]],
+        "rationale": [_clip(x, 400) for x in r["reasoning_text"]]})
+    return pretty(t, digits=2)
 
 
-def attempt_examples(responses: pd.DataFrame, seed: int = 0) -> str:
-    """One random attempt per model with the context and one without, with its grade."""
+def attempt_examples(responses: pd.DataFrame, seed: int = 0):
+    """One random attempt per model with the context and one without, as a table with its grade
+    and the reply (cut to 400 characters)."""
     r = responses[responses["probe"].isin(["answer", "answer_no_context"]) & responses["raw_text"].notna()]
     r = r.sample(frac=1.0, random_state=seed).groupby(["model", "probe"]).head(1).sort_values(["model", "probe"])
-    return "\n".join(
-        f"[{short_model(x['model'])} | {x['probe']}] item {x['item_id']} "
-        f"correct={'n/a' if pd.isna(x['correct']) else int(x['correct'])}\n  {_clip(x['raw_text'], 400)}\n"
-        for x in r.to_dict("records")) or "No attempts recorded."
+    if r.empty:
+        return pretty(pd.DataFrame({"note": ["No attempts recorded."]}))
+    t = pd.DataFrame({
+        "model": r["model"].map(short_model).to_numpy(),
+        "attempt": r["probe"].map({"answer": "with the context", "answer_no_context": "without it"}).to_numpy(),
+        "item": r["item_id"].to_numpy(),
+        "right": ["not graded" if pd.isna(c) else ("yes" if c == 1 else "no") for c in r["correct"]],
+        "reply": [_clip(x, 400) for x in r["raw_text"]]})
+    return pretty(t)
