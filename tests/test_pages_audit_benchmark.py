@@ -181,15 +181,30 @@ def test_audit_notice_at_the_top_when_no_model_passes_and_the_overconfidence_exe
     assert "One claim is exempt from the gate: overconfidence" in ap.gate_summary(gate)
 
 
-def test_format_sentences_never_call_a_kept_model_left_out():
+def test_the_format_rule_is_monotone_in_its_rate():
+    """Issue 38: a higher conformance rate never gives a verdict to a model a lower one withheld
+    (before, no model reaching the rate put every model back in)."""
+    from metacog.tidy import tables
+
     models = ["org/a", "org/b"]
-    none = bp.format_scope_sentence(models, [])
-    assert none.startswith("No model follows the format, so none is left out") and "Left out" not in none
-    assert bp.format_scope_sentence(models, ["org/a"]) == "Left out for not following the format: b."
-    assert bp.format_scope_sentence(models, models) == "Every model follows the format, so none is left out."
+    assert bp.format_scope_sentence(models, [], 0.8).startswith("No model follows the format at 0.8:")
+    assert bp.format_scope_sentence(models, ["org/a"], 0.8).startswith("Not following the format at 0.8: b.")
+    assert bp.format_scope_sentence(models, models, 0.8) == ("Every model follows the format at 0.8, so every "
+                                                             "model's verdicts are decided.")
     s = bp.stricter_format_sentence(models, models, [], 0.8, 0.95)
-    assert "at 0.95 no model reaches the threshold, so none is left out" in s and "leaves out" not in s
-    assert "leaves out b" in bp.stricter_format_sentence(models, models, ["org/a"], 0.8, 0.95)
+    assert s == "At 0.8 the verdicts are decided for a and b; at 0.95 no model follows the format, so no verdict is decided."
+    df = _bench(n=40)
+    df.loc[(df["model"] == "p/B") & (df["probe"] == "prospective") & (df["item_id"] < "i010"), "parse_status"] = "unparseable"
+    rates = {}
+    for rate in (0.5, 0.8, 0.95, 1.0):
+        kept = tables.conforming_models(df, min_rate=rate)
+        v = bp.withhold_unformatted(bp.gain_verdicts(bp.context_gain(df)), df, kept, rate)
+        rates[rate] = {x.claim.split(":")[0] for x in v if not x.reason.startswith("it does not follow the format")}
+    assert rates[0.5] == {"A", "B"} and rates[0.95] == {"A"}  # B parses 110 of its 120 replies (92%)
+    assert rates[0.5] >= rates[0.8] >= rates[0.95] >= rates[1.0]
+    withheld = [x for x in bp.withhold_unformatted(bp.gain_verdicts(bp.context_gain(df)), df, ["p/A"], 0.95)
+                if x.claim.startswith("B")]
+    assert withheld[0].status == INSUFFICIENT and "of its replies parse, below the page's 95%" in withheld[0].reason
 
 
 def _yes_sayer_with_p_yes(n=120, seed=4):

@@ -20,6 +20,8 @@ Every number a benchmark page shows comes from here, with its interval and its n
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
@@ -212,8 +214,8 @@ def judgment_verdicts(scores: pd.DataFrame, probe: str = "prospective") -> list[
         if not r["carries_signal"]:
             out.append(Verdict(claim, stat, r["auroc"], r["ci_low"], r["ci_high"],
                                {"positives": int(r["n_pos"]), "negatives": int(r["n_neg"])},
-                               INSUFFICIENT, f"{GATE_FAILED}, so there is no knowledge for the judgment "
-                               f"to track: {r.get('gate_reason') or 'see the gate table'}", 0.5, digits=2,
+                               INSUFFICIENT, f"{GATE_FAILED}, leaving no right answers beyond chance for "
+                               f"the judgment to track: {r.get('gate_reason') or 'see the gate table'}", 0.5, digits=2,
                                basis="counts"))
             continue
         out.append(decide(claim, stat, r["auroc"], r["ci_low"], r["ci_high"], line=0.5,
@@ -228,8 +230,8 @@ def verdict_paragraph(verdicts: list[Verdict], probe: str = "prospective") -> st
         return f"No model was asked the {probe} judgment in this run."
     if all(v.status == INSUFFICIENT and v.reason.startswith(GATE_FAILED) for v in verdicts):
         return (f"No verdict on the {probe} judgment: no model's answers pass the adequacy gate (the "
-                f"gate table names the rule each one fails, with its numbers), so there is no "
-                f"knowledge for a judgment to track.")
+                f"gate table names the rule each one fails, with its numbers), so their answers give a "
+                f"judgment nothing to track.")
     names = {s: [v.claim.split(":")[0] for v in verdicts if v.status == s]
              for s in (SUPPORTED, NOT_SUPPORTED, INSUFFICIENT)}
     n = len(verdicts)
@@ -306,40 +308,55 @@ def display_conformance(responses: pd.DataFrame, min_rate: float = 0.8):
 
 
 
-def format_scope_sentence(models, kept) -> str:
-    """Which models the format rule leaves out. When no model reaches the conformance threshold
-    none is left out (the page would have nothing to analyse): every model is kept, and the
-    conformance table marks it as not conforming."""
+def format_scope_sentence(models, kept, rate: float | None = None) -> str:
+    """Which models the format rule keeps out of the verdicts: those whose replies parse less
+    often than the threshold. The rule is monotone: a higher threshold never keeps a model
+    that a lower one withheld. Their rows stay in the tables, marked by the 'conforms' column."""
     models, kept = sorted(set(models)), set(kept)
     dropped = [short_model(m) for m in models if m not in kept]
-    if not kept:
-        return ("No model follows the format, so none is left out: every model is kept, and the "
-                "'conforms' column above marks each as not conforming; read the analyses below with "
-                "that in mind.")
+    at = f" at {rate:g}" if rate is not None else ""
     if not dropped:
-        return "Every model follows the format, so none is left out."
-    return f"Left out for not following the format: {fmt_list(dropped)}."
+        return f"Every model follows the format{at}, so every model's verdicts are decided."
+    if not kept:
+        return (f"No model follows the format{at}: the tables below describe every model's replies, "
+                "marked in the 'conforms' column, and every verdict reads insufficient evidence.")
+    return (f"Not following the format{at}: {fmt_list(dropped)}. Their rows stay in the tables, marked, "
+            "and their verdicts read insufficient evidence.")
 
 
 def stricter_format_sentence(models, kept, strict, rate: float, strict_rate: float) -> str:
-    """Which models each conformance threshold keeps (the rule of :func:`format_scope_sentence`:
-    with no model reaching a threshold, every model is kept and marked)."""
+    """Which models each conformance threshold leaves with a verdict (the rule of
+    :func:`format_scope_sentence`)."""
     from metacog.tidy import phrasing
-
-    models = sorted(set(models))
 
     def scope(chosen, r):
         if not chosen:
-            return f"at {r:g} no model reaches the threshold, so none is left out: every model is kept and marked as not conforming"
-        left = [short_model(m) for m in models if m not in set(chosen)]
-        return (f"at {r:g} the page keeps {phrasing.join([short_model(m) for m in chosen])}"
-                + (f" and leaves out {phrasing.join(left)}" if left else ""))
+            return f"at {r:g} no model follows the format, so no verdict is decided"
+        return f"at {r:g} the verdicts are decided for {phrasing.join([short_model(m) for m in chosen])}"
 
-    if not kept and not strict:
-        return (f"At {rate:g} and at {strict_rate:g} alike no model reaches the threshold, so none is left "
-                f"out: every model is kept and marked as not conforming.")
     s = scope(kept, rate) + "; " + scope(strict, strict_rate)
     return s[0].upper() + s[1:] + "."
+
+
+def withhold_unformatted(verdicts: list[Verdict], responses: pd.DataFrame, kept, min_rate: float) -> list[Verdict]:
+    """The verdicts of models that do not follow the format (not in ``kept``) turned into
+    "insufficient evidence", the reason giving the share of their replies that parse."""
+    from metacog.tidy import tables
+
+    rates = tables.conformance(responses, min_rate=min_rate)
+    rate = {short_model(m): r for m, r in rates["overall"].items()} if "overall" in rates else {}
+    kept = {short_model(m) for m in kept}
+    out = []
+    for v in verdicts:
+        name = v.claim.split(":")[0]
+        if name in kept or name not in rate:
+            out.append(v)
+            continue
+        out.append(dataclasses.replace(
+            v, status=INSUFFICIENT, basis="counts",
+            reason=f"it does not follow the format: {rate[name]:.0%} of its replies parse, below the page's "
+                   f"{min_rate:.0%}"))
+    return out
 
 
 def _clip(text, n: int) -> str:
