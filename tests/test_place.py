@@ -12,7 +12,7 @@ import pytest
 
 from metacog.elicit.protocols import calibration_study as cs
 from metacog.pages import place
-from metacog.pages.place.stats import metric_ranks, recalibrate
+from metacog.pages.place.stats import holm, metric_ranks, minimum_detectable, panel_mean_diff, recalibrate
 
 
 # ---- the protocol ------------------------------------------------------------------------------
@@ -161,7 +161,158 @@ def test_reply_counts_partition_the_replies_when_a_cut_reply_still_answers():
     c = place.reply_counts(pd.DataFrame(rows))
     assert c == {"n": 11, "finished_usable": 5, "finished_unusable": 1, "cut_usable": 2, "cut_unusable": 3}
     s = place.replies_sentence(pd.DataFrame(rows))
-    assert s.startswith("Of 11 replies, 5 finished and gave both")
+    assert s.startswith("The replies were asked with a cap of 1024 tokens (the study's own). Of 11 replies, "
+                        "5 finished and gave both")
+    assert "(the study asked with 1024)" in place.replies_sentence(pd.DataFrame(rows), 256)
+    assert "missing, not wrong" in s
     assert "1 finished without both" in s
     assert "5 were cut at the reply-length cap before finishing, of which 2 still gave both" in s
     assert "3 did not" in s
+
+
+# ---- truncation, multiplicity, power, recalibration's direction -----------------------------------
+
+def _four_replies():
+    """One reply of each kind, on both probes: finished and parsed (right), finished without an
+    answer (wrong, as in the study), cut after answering (parsed, wrong), cut before answering."""
+    kinds = [("stop", "ok", 1.0, 0.9, 0.8), ("stop", "unparseable", 0.0, 0.7, 0.6),
+             ("length", "ok", 0.0, 0.6, 0.5), ("length", "unparseable", 0.0, None, 0.4)]
+    rows = []
+    for i, (finish, status, right, verbal, logit) in enumerate(kinds):
+        for probe, conf in (("verbal_confidence", verbal), ("logit_confidence", logit)):
+            rows.append({"model": "m", "item_id": str(i), "probe": probe, "finish_reason": finish,
+                         "parse_status": status, "correct": right,
+                         "confidence": np.nan if conf is None else conf})
+    return pd.DataFrame(rows)
+
+
+def test_a_reply_cut_before_answering_is_missing_in_the_headline_and_wrong_in_the_sensitivity_row():
+    df = _four_replies()
+    assert list(place.cut_unanswered(df)) == [False, False, False, False, False, False, True, True]
+    miss = place.score_truncated(df, "missing").set_index(["item_id", "probe"])
+    assert miss.loc[("3", "verbal_confidence"), ["correct", "confidence"]].isna().all()
+    assert miss.loc[("3", "logit_confidence"), ["correct", "confidence"]].isna().all()
+    # the others are scored as they stand: the finished reply without an answer stays wrong,
+    # the reply cut after answering keeps its answer and its confidence
+    assert miss.loc[("1", "verbal_confidence"), "correct"] == 0
+    assert miss.loc[("2", "verbal_confidence"), "confidence"] == 0.6
+    wrong = place.score_truncated(df, "wrong").set_index(["item_id", "probe"])
+    assert wrong.loc[("3", "verbal_confidence"), "correct"] == 0
+    assert wrong.loc[("3", "verbal_confidence"), "confidence"] == 0.0  # stated none: the lowest
+    assert wrong.loc[("3", "logit_confidence"), "confidence"] == 0.4  # its own token probability
+    assert df["correct"].sum() == 2 and df.loc[6, "correct"] == 0.0 and df["confidence"].isna().sum() == 1  # input unchanged
+    with pytest.raises(ValueError, match="how='drop'"):
+        place.score_truncated(df, "drop")
+
+
+def test_holm_on_a_constructed_family():
+    t = holm([0.001, 0.01, 0.02, 0.04, 0.5])
+    # sorted p times (m, m-1, ...): 0.005, 0.04, 0.06, 0.08, 0.5 (monotone already)
+    assert np.allclose(t["p_holm"], [0.005, 0.04, 0.06, 0.08, 0.5])
+    assert list(t["reject"]) == [True, True, False, False, False]  # 4 of 5 are below 0.05 uncorrected
+    # order of the input is kept, the adjustment made monotone, capped at 1; NaN is no member
+    t = holm([0.04, np.nan, 0.03, 0.9, 0.6])
+    assert np.allclose(t["p_holm"], [0.12, np.nan, 0.12, 1.0, 1.0], equal_nan=True)
+    assert not t["reject"].any() and not t.loc[1, "reject"]
+    t = holm([0.01, np.nan, 0.02])  # a family of 2: 0.02, 0.02
+    assert np.allclose(t["p_holm"], [0.02, np.nan, 0.02], equal_nan=True) and t["reject"].sum() == 2
+    from pingouin import multicomp
+
+    p = np.random.default_rng(4).uniform(0, 0.2, 30)
+    assert np.allclose(holm(p)["p_holm"], multicomp(p, method="holm")[1])
+
+
+def test_minimum_detectable_difference_has_the_stated_power():
+    from scipy import stats as sps
+
+    se = 0.068
+    d = minimum_detectable(se)
+    # a true difference d puts the 95% interval above 0 with probability 0.8
+    assert sps.norm.sf(sps.norm.ppf(0.975) - d / se) == pytest.approx(0.8)
+    assert d == pytest.approx(2.8016 * se, rel=1e-4)
+    assert minimum_detectable(se, power=0.9) > d and np.isnan(minimum_detectable(0.0))
+
+
+def test_panel_mean_difference_is_the_mean_of_the_models_rows_with_a_bootstrap_interval():
+    from metacog.stats.population import internal_population
+
+    rng = np.random.default_rng(5)
+    hard = rng.normal(size=(200, 1))
+    Y = (rng.normal(size=(200, 12)) + 1.5 * hard > 0).astype(float)
+    C = pd.DataFrame(1 / (1 + np.exp(-(1.5 * hard + rng.normal(size=(200, 12))))))
+    C[0] = 1 / (1 + np.exp(-(2 * Y[:, 0] - 1 + rng.normal(size=200))))  # one model knows itself
+    Y = pd.DataFrame(Y)
+    rows = internal_population(C, Y).set_index("model")
+    picked = list(range(12))
+    m = panel_mean_diff(C, Y, picked, n_boot=200)
+    assert m["mean"] == pytest.approx(rows.loc[picked, "diff"].mean())
+    assert m["ci_low"] < m["mean"] < m["ci_high"] and m["n_models"] == 12
+    # dropping the one self-knowing model moves the mean down
+    m2 = panel_mean_diff(C, Y, picked[1:], n_boot=200)
+    assert m2["mean"] < m["mean"]
+
+
+def test_a_decreasing_platt_map_is_flagged_and_explained():
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(6)
+    c = rng.uniform(0.1, 0.9, 400)
+    y = (rng.random(400) < 1 - c).astype(float)  # surer means more often wrong
+    t = recalibrate(c, y)
+    tt = t.set_index("method")
+    assert tt.loc["Platt", "decreasing"] == 2 and (tt.loc["Platt", ["slope_1", "slope_2"]] < 0).all()
+    # the decreasing map reverses the order; the isotonic (increasing) map cannot
+    assert tt.loc["as stated", "auroc"] < 0.4 and tt.loc["Platt", "auroc"] > 0.6
+    assert tt.loc["isotonic", "auroc"] <= 0.5 + 1e-9
+    s = place.recalibration_sentence(SimpleNamespace(recalibration=t))
+    assert "negative on 2 of the 2 halves" in s and "reverses the order" in s
+    rng = np.random.default_rng(7)
+    y = (rng.random(400) < c).astype(float)
+    s = place.recalibration_sentence(SimpleNamespace(recalibration=recalibrate(c, y)))
+    assert "positive on both halves" in s and "negative" not in s
+
+
+def test_cut_replies_are_missing_in_the_headline_and_the_panel_claim_is_holm_corrected(mirror):
+    items = _items(300, seed=4)
+    rng = np.random.default_rng(4)
+    correct = (rng.random(len(items)) < 0.5).astype(float)
+    conf = np.clip(0.3 + 0.4 * correct + rng.normal(0, 0.2, len(items)), 0.01, 0.99)
+    tidy = _tidy(items, correct, conf)
+    cut_items = set(items["item_id"].iloc[:60])  # 60 replies cut before answering
+    cut = tidy["item_id"].isin(cut_items)
+    tidy.loc[cut, "finish_reason"] = "length"
+    tidy.loc[cut, "parse_status"] = "unparseable"
+    tidy.loc[cut & (tidy["probe"] == "verbal_confidence"), "confidence"] = np.nan
+    tidy.loc[cut, "correct"] = 0.0  # as the asker scores a reply without an answer
+    r = place.place(tidy, n_boot=50)
+    h = r.headline
+    kept = ~items["item_id"].isin(cut_items)
+    assert r.n_asked == 300 and r.n_cut == 60
+    assert h["n_items"] == 240 and h["n_correct"] == int(correct[kept.to_numpy()].sum())
+    t = r.truncation.set_index("cut replies")
+    assert t.loc["missing", "n_items"] == 240 and t.loc["wrong", "n_items"] == 300
+    assert t.loc["wrong", "n_correct"] == t.loc["missing", "n_correct"]
+    assert t.loc["wrong", "accuracy"] == pytest.approx(h["n_correct"] / 300)
+    # one denominator: the rank table's accuracy and the recalibration's are the headline's
+    acc = r.ranks.set_index("metric").loc["accuracy"]
+    assert acc["n_items"] == 240 and acc["value"] == pytest.approx(h["n_correct"] / 240)
+    assert (r.recalibration["n_items"] == 240).all()
+    # every panel model is on the headline's 240 items
+    assert (r.population["n_items"] <= 240).all()
+    sent = place.headline_sentence(r)
+    assert "of 300 asked; 60 cut at the reply cap before answering are missing, not wrong" in sent
+    assert f"accuracy {h['n_correct'] / 240:.3f}, out of these 240" in sent
+    assert "Counting the 60 cut replies wrong" in place.truncation_sentence(r)
+    # the panel's family: Holm over the gated panel models, the mean of their differences
+    p = r.population
+    fam = p[~p["new"] & p["sufficient"]]
+    assert p.loc[p["new"], "p_holm"].isna().all() and p.loc[~p["sufficient"], "p_holm"].isna().all()
+    assert list(fam["holm_reject"]) == list(holm(fam["p_value"])["reject"])
+    assert r.panel_mean["n_models"] == len(fam)
+    assert r.panel_mean["mean"] == pytest.approx(fam["diff"].mean())
+    s = place.panel_sentence(r)
+    k = int(fam["holm_reject"].sum())
+    assert f"family of {len(fam)}; with Holm's correction" in s
+    assert int((fam["holm_reject"] & (fam["diff"] > 0)).sum()) + int((fam["holm_reject"] & (fam["diff"] < 0)).sum()) == k
+    assert "mean internal − population AUROC is" in s
+    assert f"{h['mdd']:.3f}" in place.mdd_sentence(r) and h["mdd"] == pytest.approx(2.8016 * h["se"], rel=1e-4)

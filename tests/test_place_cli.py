@@ -14,7 +14,16 @@ from test_cli_errors import cli, one_line_exit_2
 
 class RandomMCQServer(FakeServer):
     """Answers the calibration study's prompt with a letter and a confidence drawn from a hash of
-    the prompt (so: at random, but the same on every asking), with token log-probabilities."""
+    the prompt (so: at random, but the same on every asking), with token log-probabilities; it
+    keeps the reply cap (``max_tokens``) of every request."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.caps = []
+
+    async def _complete(self, req, auth=""):
+        self.caps.append(req.get("max_tokens", req.get("max_completion_tokens")))
+        return await super()._complete(req, auth)
 
     def _reply(self, prompt, marks, h, want_logprobs):
         m = re.search(r"LETTER is one of ([A-J](?:,[A-J])*)\]", prompt)
@@ -37,9 +46,10 @@ def test_place_against_a_server_answering_at_random_writes_the_page(mirror, tmp_
                    srv.base_url, "--n-items", "40", "--seed", "3", "--out", str(tmp_path / "out"),
                    "--cache", str(tmp_path / "cache"), "--no-progress",
                    env={"METACOG_DATA_MIRROR": str(mirror)})
-        asked = srv.requests
+        asked, caps = srv.requests, set(srv.caps)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert asked == 40
+    assert caps == {1024}  # by default the study's reply cap
     resp = pd.read_parquet(tmp_path / "out" / "responses.parquet")
     assert set(resp["probe"]) == {"verbal_confidence", "logit_confidence"}
     assert resp["item_id"].nunique() == 40 and (resp["parse_status"] == "ok").all()
@@ -49,6 +59,9 @@ def test_place_against_a_server_answering_at_random_writes_the_page(mirror, tmp_
     assert "insufficient evidence" in html
     assert "▶ fake (new)" in html and "type-2 AUROC" in html  # marked in the panel table; its ranks
     assert "gpt-4.1" in html  # a panel model's row
+    assert "a cap of 1024 tokens (the study's own)" in html
+    assert '<img alt="Forest plot: one row per model' in html  # the figure described in words
+    assert "Holm's correction" in html and "mean internal − population AUROC is" in html
     # asked again: every reply comes from the cache
     with RandomMCQServer() as srv:
         again = cli("place", "--model", "openai/fake", "--api-base", srv.base_url, "--n-items", "40",

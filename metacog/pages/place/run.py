@@ -143,10 +143,12 @@ def render_html(notebook: str | Path) -> Path:
             continue
         if cell.cell_type != "code" or "remove-output" in tags or "remove-cell" in tags:
             continue
+        alt = html.escape(" ".join(str(cell.get("metadata", {}).get("mystnb", {}).get("image", {})
+                                       .get("alt", "figure")).split()), quote=True)
         for out in cell.get("outputs", []):
             data = out.get("data", {})
             if "image/png" in data:
-                parts.append(f'<img alt="figure" src="data:image/png;base64,{data["image/png"]}"/>')
+                parts.append(f'<img alt="{alt}" src="data:image/png;base64,{data["image/png"]}"/>')
             elif "text/html" in data:
                 parts.append(data["text/html"])
             elif "text/markdown" in data:

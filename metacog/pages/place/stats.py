@@ -8,7 +8,13 @@ lowest ECE, smooth ECE and Brier) and gives each model's rank
 interval from a bootstrap over items (vectorised over models: one resample of items re-ranks
 every model at once). :func:`recalibrate` fits Platt scaling and isotonic regression to one
 model's confidence on half the items and scores the other half (two-fold cross-fitting, so
-every item is scored once by a map that never saw it).
+every item is scored once by a map that never saw it), and reports each half's Platt slope, so a
+decreasing map (a negative slope, which reverses the ranking) is seen.
+
+:func:`minimum_detectable` is the smallest true difference a test with a given standard error
+detects at a given level and power; :func:`holm` corrects a family of p-values (Holm 1979);
+:func:`panel_mean_diff` is the panel-level estimate of internal − population AUROC, the mean
+over models, with a bootstrap interval over items and models.
 """
 
 from __future__ import annotations
@@ -96,14 +102,81 @@ def metric_ranks(confidence: pd.DataFrame, correct: pd.DataFrame, *, n_boot: int
     return pd.DataFrame(rows)
 
 
+def minimum_detectable(se: float, *, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest true difference a two-sided z-test of level ``alpha`` with standard error
+    ``se`` detects with probability ``power``: (z_{1-alpha/2} + z_{power}) x se (NaN for a
+    missing or non-positive se)."""
+    if se is None or not np.isfinite(se) or se <= 0:
+        return float("nan")
+    return float((sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)) * se)
+
+
+def holm(p_values, *, alpha: float = 0.05) -> pd.DataFrame:
+    """Holm's step-down correction of a family of p-values: one row per input, in its order,
+    with p_value, p_holm (the adjusted p-value, monotone in the sorted p-values and at most 1)
+    and reject (p_holm < ``alpha``: the family-wise error rate is at most ``alpha``). NaN
+    p-values are not members of the family: their p_holm is NaN and they are not rejected."""
+    p = np.asarray(p_values, dtype=float).ravel()
+    ok = ~np.isnan(p)
+    adj = np.full(p.shape, np.nan)
+    m = int(ok.sum())
+    if m:
+        q = p[ok]
+        order = np.argsort(q, kind="stable")
+        stepped = np.maximum.accumulate((m - np.arange(m)) * q[order])
+        back = np.empty(m)
+        back[order] = np.minimum(stepped, 1.0)
+        adj[ok] = back
+    return pd.DataFrame({"p_value": p, "p_holm": adj, "reject": ok & (adj < alpha)})
+
+
+def panel_mean_diff(confidence: pd.DataFrame, correct: pd.DataFrame, models, *, n_boot: int = 1000,
+                    seed: int = 0, ci: float = 0.95) -> dict:
+    """The mean over ``models`` of internal − population AUROC (population: the leave-one-out
+    mean confidence of all the table's other models, as :func:`metacog.stats.population.
+    internal_population` has it), with a percentile interval from a two-way bootstrap: each
+    resample draws the items and, independently, the models with replacement, so the interval
+    carries both the items' noise and which models happen to be in the panel.
+
+    Returns n_models, n_items, mean, ci_low, ci_high, n_boot.
+    """
+    from metacog.stats.population import population_means
+
+    correct = correct.reindex(index=confidence.index, columns=confidence.columns)
+    C, Y = confidence.to_numpy(float), correct.to_numpy(float)
+    P = population_means(C)
+    cols = [list(confidence.columns).index(m) for m in models]
+    # the pairs of internal_population: an item counts for a model when it has both scores
+    both = ~(np.isnan(C) | np.isnan(P))
+    Cs, Ps, Ys = (np.where(both, C, np.nan)[:, cols], np.where(both, P, np.nan)[:, cols], Y[:, cols])
+    out = {"n_models": len(cols), "n_items": int(C.shape[0]), "n_boot": int(n_boot)}
+    if not cols:
+        return out | {"mean": np.nan, "ci_low": np.nan, "ci_high": np.nan}
+    point = _auroc_columns(Cs, Ys) - _auroc_columns(Ps, Ys)
+    rng = np.random.default_rng(seed)
+    boot = np.empty(n_boot)
+    for b in range(n_boot):
+        i = rng.integers(0, Cs.shape[0], Cs.shape[0])
+        j = rng.integers(0, len(cols), len(cols))
+        d = _auroc_columns(Cs[i][:, j], Ys[i][:, j]) - _auroc_columns(Ps[i][:, j], Ys[i][:, j])
+        boot[b] = np.nanmean(d) if np.isfinite(d).any() else np.nan
+    a = (1 - ci) / 2
+    lo, hi = np.nanquantile(boot, [a, 1 - a])
+    return out | {"mean": float(np.nanmean(point)), "ci_low": float(lo), "ci_high": float(hi)}
+
+
 def recalibrate(confidence, correct, *, seed: int = 0) -> pd.DataFrame:
     """Platt and isotonic recalibration of one model's confidence, scored on held-out items.
 
     Items are split at random (``seed``) into two halves; each map is fitted on one half and
     applied to the other, then the halves swap. Rows: method ('as stated', 'Platt',
-    'isotonic'), ece, smece (smooth ECE), brier, auroc, mean_confidence, accuracy, n_items. Platt scaling is a
-    logistic regression on the logit of the confidence (monotone, so it keeps the ranking up to
-    ties); isotonic regression may merge confidence levels into ties.
+    'isotonic'), ece, smece (smooth ECE), brier, auroc, mean_confidence, accuracy, n_items,
+    slope_1 and slope_2 (Platt's fitted slope on the logit of the confidence on each half; NaN
+    for the other methods) and decreasing (the number of halves whose fitted map decreases).
+    Platt scaling is a logistic regression on the logit of the confidence: with a positive
+    slope it keeps the ranking, with a negative one it reverses it (on the half where higher
+    stated confidence went with fewer right answers). Isotonic regression is non-decreasing by
+    construction; it may merge confidence levels into ties but never reverses them.
     """
     from sklearn.isotonic import IsotonicRegression
     from sklearn.linear_model import LogisticRegression
@@ -113,6 +186,7 @@ def recalibrate(confidence, correct, *, seed: int = 0) -> pd.DataFrame:
     keep = ~(np.isnan(c) | np.isnan(y))
     c, y = c[keep], y[keep]
     out = {"as stated": c.copy(), "Platt": np.full_like(c, np.nan), "isotonic": np.full_like(c, np.nan)}
+    slopes = [np.nan, np.nan]
     fold = np.random.default_rng(seed).permutation(len(c)) % 2
     for f in (0, 1):
         fit, app = fold != f, fold == f
@@ -120,6 +194,7 @@ def recalibrate(confidence, correct, *, seed: int = 0) -> pd.DataFrame:
             continue
         z = np.log(np.clip(c, 1e-4, 1 - 1e-4) / (1 - np.clip(c, 1e-4, 1 - 1e-4)))[:, None]
         lr = LogisticRegression(C=1e6).fit(z[fit], y[fit])
+        slopes[f] = float(lr.coef_[0, 0])
         out["Platt"][app] = lr.predict_proba(z[app])[:, 1]
         iso = IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip").fit(c[fit], y[fit])
         out["isotonic"][app] = iso.predict(c[app])
@@ -129,5 +204,8 @@ def recalibrate(confidence, correct, *, seed: int = 0) -> pd.DataFrame:
         m = dict(zip(METRICS, _metrics(p[ok][:, None], y[ok][:, None])[:, 0]))
         rows.append({"method": method, "ece": m["ece"], "smece": m["smece"], "brier": m["brier"],
                      "auroc": m["auroc"], "mean_confidence": float(p[ok].mean()) if ok.any() else np.nan,
-                     "accuracy": m["accuracy"], "n_items": int(ok.sum())})
+                     "accuracy": m["accuracy"], "n_items": int(ok.sum()),
+                     "slope_1": slopes[0] if method == "Platt" else np.nan,
+                     "slope_2": slopes[1] if method == "Platt" else np.nan,
+                     "decreasing": int(sum(s_ < 0 for s_ in slopes)) if method == "Platt" else 0})
     return pd.DataFrame(rows)
