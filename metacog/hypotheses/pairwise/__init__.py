@@ -35,6 +35,20 @@ PAPER1 = {
     "MathBench": (0.072, 0.000, 28.9, 25.3),
 }
 
+#: The book's one reading of paper 1's pairs, used for every "mean pairwise τ-b" the book sets beside
+#: paper 1's: printed once on the page.
+PAPER1_PAIRS_READING = (
+    "Paper 1's pairs are the pairs of two different models: its results table counts 171 SQuAD pairs, "
+    "which is C(19, 2), the unordered pairs of 19 models, so no model is paired with itself. A pair's "
+    "calibration is Kendall τ-b between one model's yes/no confidence and the other model's correctness "
+    "over their shared items (§1, fourth finding: one model's self-assessment is set against another "
+    "model's performance). An unordered pair has two such directions, and the book counts both, so "
+    "paper 1's mean pairwise τ-b is the mean over the n(n − 1) ordered pairs of different models, "
+    "self-pairs left out. The abstract's wording (do two models that differ in confidence also differ in "
+    "performance?) also allows a statistic on the two models' differences; the book does not compute "
+    "that one. Self-pairs enter only the self-minus-other statistic, a row of its own that paper 1 "
+    "reports no number for")
+
 #: Paper 1's pair counts {benchmark: unordered model pairs}: 171 SQuAD pairs are C(19, 2), so 19
 #: models there (the paper's 20 models are the whole study's). Benchmarks not listed: no count typed.
 PAPER1_PAIRS = {"SQuAD": 171}
@@ -51,21 +65,23 @@ def models_from_pairs(pairs: int) -> int:
 
 
 def _summaries(K: np.ndarray) -> tuple[float, float, float]:
-    """(mean tau over defined pairs, mean self tau, mean other tau) of a tau matrix."""
+    """(mean pairwise tau: the mean over defined pairs of different models, paper 1's pairs
+    (:data:`PAPER1_PAIRS_READING`); mean self tau; mean other tau) of a tau matrix. The first and
+    the last are the same number: paper 1's mean over pairs is the mean other-pair tau."""
     m = K.shape[0]
     off = ~np.eye(m, dtype=bool)
     d = np.diag(K)
     o = K[off]
-    mean_all = float(np.mean(K[np.isfinite(K)])) if np.isfinite(K).any() else np.nan
     mean_self = float(np.mean(d[np.isfinite(d)])) if np.isfinite(d).any() else np.nan
     mean_other = float(np.mean(o[np.isfinite(o)])) if np.isfinite(o).any() else np.nan
-    return mean_all, mean_self, mean_other
+    return mean_other, mean_self, mean_other
 
 
 @stats.single_blas_thread
 def bootstrap_taus(C: np.ndarray, Y: np.ndarray, *, n_boot: int = 1000, seed: int = 0,
                    ci: float = 0.95) -> pd.DataFrame:
-    """Percentile intervals, resampling items, of the mean tau and of self minus other.
+    """Percentile intervals, resampling items, of the mean pairwise tau (over pairs of different
+    models, self-pairs left out: :data:`PAPER1_PAIRS_READING`) and of self minus other.
 
     Returns one row per statistic ("mean tau", "self minus other") with estimate, ci_low,
     ci_high and n_boot (the resamples in which the statistic was defined). Each resample is a
@@ -90,12 +106,15 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, alpha: float = 0
     """Paper 1's pairwise statistics for one panel, on all items and on contested items.
 
     ``confidence`` and ``correct`` are items x models 0/1 tables with the same index and columns.
-    One row per subset with: models, items (and unanimous items dropped), pairs with a defined
-    tau and pairs without one (a constant column), mean tau with its bootstrap interval, two nulls
+    One row per subset with: models, items (and unanimous items dropped), (judge, target) pairs of
+    different models with a defined tau and pairs without one (a constant column), the mean
+    pairwise tau over those pairs (paper 1's pairs, self-pairs left out: :data:`PAPER1_PAIRS_READING`)
+    with its bootstrap interval, two nulls
     with one name each: paper 1's base-rate-matched null (``null_base_rate``: the mean of the
     mean tau over ``n_null`` draws of :func:`metacog.stats.base_rate_null`, with the null's 95%
     range ``null_base_rate_low``/``_high``) and the book's stricter difficulty-stratified null
-    (``null_difficulty``), % of pairs significant after Benjamini-Hochberg at ``alpha`` against
+    (``null_difficulty``), both over the same pairs, % of those pairs significant after
+    Benjamini-Hochberg at ``alpha`` (over those pairs) against
     each (``pct_significant``: the exact per-pair test of the base-rate-matched null;
     ``pct_significant_within``: within difficulty strata), and the self-minus-other statistic
     with its bootstrap interval, permutation p-value and share of models above their others.
@@ -124,12 +143,16 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, alpha: float = 0
                 warnings.simplefilter("ignore")
                 res = stats.pairwise_calibration(Cs, Ys, alpha=alpha, control=control)
                 so = stats.self_other_test(Cs, Ys, n_perm=n_perm, seed=seed)
-                brn = stats.base_rate_null(Cs, Ys, n_null=n_null, seed=seed).iloc[0]
+                brn = stats.base_rate_null(Cs, Ys, n_null=n_null, seed=seed, self_pairs=False).iloc[0]
         except ValueError as exc:
             row["note"] = str(exc)
             rows.append(row)
             continue
         P = res.pairs
+        P = P[P["judge"] != P["target"]].copy()  # paper 1's pairs: two different models
+        P["q"] = stats.bh_fdr(P["p"].to_numpy())  # FDR over those pairs only
+        if control:
+            P["q_within"] = stats.bh_fdr(P["p_within"].to_numpy())
         defined = P["tau"].notna()
         boot = bootstrap_taus(Cs.to_numpy(), Ys.to_numpy(), n_boot=n_boot, seed=seed).set_index("statistic")
         row.update({
@@ -193,6 +216,14 @@ def self_other_claim(panel_subset: str, timing: str) -> str:
 #: Where the detectable effect of a self-minus-other verdict comes from, for its reason.
 DETECTABLE_FROM = "80% power, read off the interval's width"
 
+#: Why a counterfactual panel cannot decide self against other: its judgments exist only after a
+#: correct answer, and that selection alone moves the statistic (a planted panel with no individual
+#: signal gives about +0.03 τ-b; tests/test_hypotheses_pairwise_counterfactual.py).
+COUNTERFACTUAL_CAVEAT = ("a counterfactual judgment is asked only after the model's own correct answer with "
+                         "the context, and that selection on its own correctness alone lifts self minus other "
+                         "above 0 with no individual signal at all (a planted panel with none reads about "
+                         "+0.03 τ-b), so this design cannot tell")
+
 
 def verdicts(pairwise_table: pd.DataFrame, *, margin: float | None = None) -> list:
     """Per panel and subset: is a model's confidence calibrated to its own correctness better
@@ -208,11 +239,18 @@ def verdicts(pairwise_table: pd.DataFrame, *, margin: float | None = None) -> li
     otherwise "insufficient evidence". Where the judgments are made after answering, the claim is
     worded as a self-advantage after answering (:func:`self_other_claim`). A panel of judgments
     about other people is not a self claim and is left out
-    (:func:`metacog.hypotheses.pairwise.population.is_third_person`). Paper 1 claims there is none."""
+    (:func:`metacog.hypotheses.pairwise.population.is_third_person`). On a counterfactual panel
+    (judged only after a correct answer) the verdict is capped at "insufficient evidence"
+    (:data:`COUNTERFACTUAL_CAVEAT`): selection on correctness alone moves the statistic. The line
+    and why it is there (:data:`metacog.hypotheses.verdict.SELF_OTHER_MARGIN_WHY`, or "the margin
+    given here" for another ``margin``) travel with every verdict. Paper 1 claims there is none."""
+    from metacog.hypotheses.common import TIMING
     from metacog.hypotheses.pairwise.population import is_third_person
     from metacog.hypotheses.verdict import SELF_OTHER_MARGIN as MARGIN
-    from metacog.hypotheses.verdict import TARGET_POWER, decide_meaningful, interval_detectable
+    from metacog.hypotheses.verdict import (SELF_OTHER_MARGIN_WHY, TARGET_POWER, cap, decide_meaningful,
+                                            interval_detectable)
 
+    why = SELF_OTHER_MARGIN_WHY if margin is None or margin == MARGIN else "the margin given here"
     margin = MARGIN if margin is None else margin
     out = []
     for r in pairwise_table.to_dict("records"):
@@ -220,13 +258,16 @@ def verdicts(pairwise_table: pd.DataFrame, *, margin: float | None = None) -> li
             continue
         lo, hi = r.get("self_minus_other_ci_low", np.nan), r.get("self_minus_other_ci_high", np.nan)
         det = interval_detectable(lo, hi, power=TARGET_POWER)
-        out.append(decide_meaningful(
+        v = decide_meaningful(
             self_other_claim(f"{r['panel']}, {r['subset']}", r.get("timing")), "self minus other τ-b",
             r.get("self_minus_other", np.nan), lo, hi, margin=margin, line=0.0, direction="greater",
             n={"models": int(r["models"]), "items": int(r["items"])},
             min_counts={"models": MIN_MODELS, "items": 10},
             detectable=round(det, 3) if np.isfinite(det) and det > 0 else None,
-            detectable_from=DETECTABLE_FROM))
+            detectable_from=DETECTABLE_FROM, line_why=why)
+        if r.get("timing") == TIMING["counterfactual"]:
+            v = cap(v, [COUNTERFACTUAL_CAVEAT])
+        out.append(v)
     return out
 
 
@@ -234,7 +275,8 @@ def verdict_display(verdicts: list, *tables: pd.DataFrame) -> pd.DataFrame:
     """The verdicts of the page as one table (:func:`metacog.hypotheses.verdict.verdict_table`
     without ``direction``), with when each was judged first (:func:`timing_of` over ``tables``).
     A verdict judged against a smallest effect of interest shows it in ``line`` (the line its
-    interval must clear: 0 + margin), not the 0 it starts from."""
+    interval must clear: 0 + margin), not the 0 it starts from; ``threshold`` says it in words
+    (±margin around 0) and ``line_why`` where it comes from."""
     from metacog.hypotheses.verdict import verdict_table
 
     shown = verdict_table(verdicts).drop(columns=["direction"])
@@ -298,7 +340,7 @@ def display_comparison(comparison: pd.DataFrame) -> pd.DataFrame:
     t = comparison
     out = pd.DataFrame({"data": t["data"], "judgment made": t["timing"], "models": t["models"],
                         "items": t["items"], "model pairs (unordered)": t["pairs_unordered"],
-                        "(judge, target) pairs with τ (ordered, the book's)": t["pairs_ordered"]})
+                        "ordered pairs of different models with τ (both directions of each)": t["pairs_ordered"]})
     out = out.assign(**with_ci(t, "mean_tau", "mean τ-b (95% CI)", digits=3))
     for col, label in NULL_LABELS.items():
         out[label] = t[col]
@@ -319,7 +361,7 @@ def display_table(pairwise_table: pd.DataFrame) -> pd.DataFrame:
         out[label] = t.get(col)
     out[f"% pairs significant (FDR, {BASE_RATE} null)"] = t.get("pct_significant")
     out[f"% pairs significant (FDR, {DIFFICULTY} null)"] = t.get("pct_significant_within")
-    out["(judge, target) pairs without τ"] = t.get("pairs_undefined")
+    out["pairs of different models without τ"] = t.get("pairs_undefined")
     out = out.assign(**with_ci(t, "self_minus_other", "self − other τ-b (95% CI)", digits=3))
     out["permutation p"] = t.get("self_other_p")
     out["share of models self > other"] = t.get("share_self_above")
