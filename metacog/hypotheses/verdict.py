@@ -195,6 +195,15 @@ def verdict_table(verdicts) -> pd.DataFrame:
                                        "line_why"])
 
 
+def verdict_display(verdicts) -> PrettyTable:
+    """:func:`verdict_table` for a page: without ``direction`` and without the bare ``line`` (a
+    margin's line would print as the 0 it is measured from); the line in words (``threshold``,
+    e.g. '±0.02 around 0'), the outcome in words and why the line is where it is stand beside each
+    verdict."""
+    t = verdict_table(verdicts).drop(columns=["direction", "line"])
+    return pretty(t, digits=max([v.digits for v in verdicts] or [3]), names=_TABLE_NAMES)
+
+
 def _check_counts(n: dict, min_counts: dict) -> list[str]:
     short = []
     for key, need in min_counts.items():

@@ -247,8 +247,8 @@ def verdicts(pairwise_table: pd.DataFrame, *, margin: float | None = None) -> li
     from metacog.hypotheses.common import TIMING
     from metacog.hypotheses.pairwise.population import is_third_person
     from metacog.hypotheses.verdict import SELF_OTHER_MARGIN as MARGIN
-    from metacog.hypotheses.verdict import (SELF_OTHER_MARGIN_WHY, TARGET_POWER, cap, decide_meaningful,
-                                            interval_detectable)
+    from metacog.hypotheses.verdict import (INSUFFICIENT, NEGLIGIBLE, NOT_SUPPORTED, SELF_OTHER_MARGIN_WHY,
+                                            SUPPORTED, TARGET_POWER, cap, decide_meaningful, interval_detectable)
 
     why = SELF_OTHER_MARGIN_WHY if margin is None or margin == MARGIN else "the margin given here"
     margin = MARGIN if margin is None else margin
@@ -266,7 +266,7 @@ def verdicts(pairwise_table: pd.DataFrame, *, margin: float | None = None) -> li
             detectable=round(det, 3) if np.isfinite(det) and det > 0 else None,
             detectable_from=DETECTABLE_FROM, line_why=why)
         if r.get("timing") == TIMING["counterfactual"]:
-            v = cap(v, [COUNTERFACTUAL_CAVEAT])
+            v = cap(v, [COUNTERFACTUAL_CAVEAT], statuses=(SUPPORTED, NOT_SUPPORTED, NEGLIGIBLE, INSUFFICIENT))
         out.append(v)
     return out
 
