@@ -55,7 +55,8 @@ def test_counts_of_panels_name_their_design():
     rows.append(_structure("P", 0.5, (0.45, 0.55), 6.0, (5.0, 7.0), design="prospective"))
     t = pd.DataFrame(rows)
     para = hr.verdict_paragraph(hr.verdicts(t), t)
-    assert "all 3 of its after-answering panels (not paper 1's design, so not comparable with it)" in para
+    assert "all 3 of its after-answering panels (A0, A1 and A2)" in para
+    assert para.index("not paper 1's design") < para.index("all 3 of its after-answering panels")
     assert "its one prospective panel (P)" in para
     assert "of its panels" not in para
     assert np.isfinite(t["eig_share"]).all()

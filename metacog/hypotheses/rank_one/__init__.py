@@ -426,20 +426,15 @@ def what_if_cut(panelset, cut: float, *, n_boot: int = 1000, seed: int = 0) -> R
 
 
 def _design_noun(design: str) -> str:
-    """The panels a count counts, named by their design: 'prospective panels', 'after-answering
-    panels (not paper 1's design, so not comparable with it)'."""
-    from metacog.data.designs import COUNTERFACTUAL, PROSPECTIVE
-
-    name = str(design).replace(" ", "-")
-    if design in (PROSPECTIVE, COUNTERFACTUAL):
-        return f"{name} panels"
-    return f"{name} panels (not paper 1's design, so not comparable with it)"
+    """The panels a count counts, named by their design ('prospective panels', 'after-answering
+    panels'); the sentence's head already says whether the design is paper 1's."""
+    return f"{str(design).replace(' ', '-')} panels"
 
 
 def verdict_paragraph(verdicts: list, *tables: pd.DataFrame) -> str:
     """One paragraph summing up the verdicts, one sentence per design (prospective first), each
     counting panels within its design only, and naming that design in the count ('all 3 of its
-    after-answering panels (not paper 1's design, ...)'): never a count across designs. ``tables``
+    after-answering panels'): never a count across designs. ``tables``
     carry the design of each panel (:func:`table`, :func:`alignment_table`)."""
 
     parts = []
