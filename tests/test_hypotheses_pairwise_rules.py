@@ -204,3 +204,19 @@ def test_annotate_puts_the_sensitivity_in_the_reason_of_each_verdict_it_covers()
     a, b = sv.annotate([v, other], t, "m7")
     assert a.reason.endswith("without m7 it reads supported (0.050 (95% CI 0.030 to 0.070); see 'Without one model')")
     assert b.reason == other.reason
+
+
+def test_mean_pairwise_tau_is_over_pairs_of_different_models():
+    """Paper 1's pairs (hp.PAPER1_PAIRS_READING): self-pairs are left out of the mean, its null and
+    its FDR share; with a planted self-signal the mean with self-pairs would be higher."""
+    from metacog.power.simulate import population
+
+    pop = population(6, 400, kappa=1.0, seed=1)
+    row = hp.analyse(pop.confidence, pop.correct, n_perm=19, n_boot=20, control=False, n_null=10) \
+        .set_index("subset").loc["all items"]
+    K = hp.tau_frame(pop.confidence, pop.correct).to_numpy()
+    off = K[~np.eye(6, dtype=bool)]
+    assert row["mean_tau"] == pytest.approx(np.nanmean(off))
+    assert np.nanmean(K) > row["mean_tau"] + 0.01  # the planted diagonal is not in paper 1's mean
+    assert row["pairs"] + row["pairs_undefined"] == 30 and row["pairs_unordered"] == 15
+    assert "171" in hp.PAPER1_PAIRS_READING and "self-pairs" in hp.PAPER1_PAIRS_READING
