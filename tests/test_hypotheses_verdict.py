@@ -146,3 +146,16 @@ def test_an_interval_inside_the_line_is_negligible_never_not_supported():
     # plain decide keeps "not supported" unless asked for the equivalence reading
     assert decide("c", "s", 0.0, -0.01, 0.01, margin=0.05).status == NOT_SUPPORTED
     assert decide("c", "s", 0.0, -0.01, 0.01, margin=0.05, equivalence=True).status == NEGLIGIBLE
+
+
+def test_sentences_that_group_verdicts_name_the_negligible_ones():
+    from metacog.hypotheses.by_design import group_sentence
+    from metacog.hypotheses.common import status_sentence
+    from metacog.hypotheses.verdict import decide_meaningful
+
+    vs = [decide_meaningful("A: c", "s", 0.0, -0.01, 0.01, margin=0.02),
+          decide("B: c", "s", 0.5, 0.4, 0.6)]
+    g = group_sentence(vs, "holds in", "fails in", "cannot tell in")
+    assert "the effect is negligible (within the line) in 1 of its 2 panels (A)" in g
+    assert "holds in 1 of its 2 panels (B)" in g
+    assert "(A)" in status_sentence(vs, "holds in", "fails in", "cannot tell in")
