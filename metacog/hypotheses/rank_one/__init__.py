@@ -19,22 +19,19 @@ from metacog.hypotheses.by_design import (by_design, design_head, design_of, des
                                           design_sentence, group_sentence, verdict_frame)
 from metacog.hypotheses.common import ChapterResult, chapter_result
 from metacog.hypotheses.by_design import verdict_frame_text as display_verdicts  # noqa: F401
-from metacog.stats.structure import DOMINANCE_RATIO, classify, rank_one
+from metacog.stats.structure import DOMINANCE_RATIO, classify, rank_one  # noqa: F401 (DOMINANCE_RATIO re-exported)
 from metacog.tidy.phrasing import plural
 from metacog.hypotheses.rank_one.display import (ROTATION, adequacy_counts, display_alignment,  # noqa: F401
                                                   display_table, ordered_correlations, paper1_blocks,
                                                   paper1_sentence, random_raters, second_factor)
 from metacog.hypotheses.rank_one import protocols
+from metacog.hypotheses.rank_one.lines import (DOMINANCE_RATIO_WHY, MIN_ITEMS, MIN_MODELS,  # noqa: F401
+                                               MIN_REMOVED_SHARE, NEGLIGIBLE_R, NEGLIGIBLE_R_WHY, SHARE_LINE,
+                                               SHARE_LINE_WHY, removed_items)
+from metacog.hypotheses.rank_one.decide import (DOMINANCE_CLAIM, LINK_CLAIM, RATIO_CLAIM,  # noqa: F401
+                                                verdict_paragraph, verdicts)
 from metacog.hypotheses.rank_one.protocols import (SENSITIVITY_TEMPERATURE, mixed_protocols, temper,  # noqa: F401
                                                    sensitivity_sentence)
-
-
-#: Fewer raters than this make a rank-one question meaningless: with two or three columns
-#: every correlation matrix has one or two eigenvalues and "one factor" is nearly automatic.
-MIN_MODELS = 5
-
-#: Fewer items than this give tetrachoric correlations too noisy to factor.
-MIN_ITEMS = 30
 
 
 def _eigen_stats(X: np.ndarray) -> tuple[float, float, float]:
@@ -237,36 +234,6 @@ def mean_tau_table(panelset, *, n_boot: int = 1000, unanimous_rule: str = "eithe
                           seed=seed)
 
 
-#: The confidence-performance link "vanishes" when the item positions on the two axes
-#: correlate below this on contested items (a negligible correlation).
-NEGLIGIBLE_R = 0.1
-
-#: Why :data:`NEGLIGIBLE_R` is where it is (printed beside every verdict that uses it).
-NEGLIGIBLE_R_WHY = ("0.1: the conventional lower edge of a small correlation (Cohen); paper 1 says the link "
-                    "vanishes without giving a figure, so no paper number stands beside this row")
-
-#: The first-factor share at or above which paper 1's own figures call the structure "one dominant
-#: factor": it calls 36.4% (LegalBench) and 48.3% (MMLU-Pro) dominant and 25.3% (MathBench) more complex.
-SHARE_LINE = 0.30
-
-#: Why :data:`SHARE_LINE` is where it is.
-SHARE_LINE_WHY = ("0.30: paper 1 calls a first-factor share of 36.4% (LegalBench) and 48.3% (MMLU-Pro) one "
-                  "dominant factor and 25.3% (MathBench) a more complex structure (§1, first finding, and its "
-                  "results table), so its own figures put the line between 25.3% and 36.4%; with m models the "
-                  "share cannot fall below 1/m, so on a panel of far fewer models than paper 1's 20 the line "
-                  "asks less")
-
-#: Why :data:`metacog.stats.structure.DOMINANCE_RATIO` is where it is.
-DOMINANCE_RATIO_WHY = (f"{DOMINANCE_RATIO:g}: the book's own line for one factor dominating the next (the first "
-                       f"eigenvalue at least {DOMINANCE_RATIO:g} times the second); paper 1 reports no eigenvalue "
-                       f"ratio, so no paper number stands beside this row")
-
-#: Removing unanimous items is paper 1's manipulation only when it removes something: below this
-#: share of the items removed, the contested set is nearly the whole set and the check is "not
-#: informative" (with many models almost no item is unanimous).
-MIN_REMOVED_SHARE = 0.10
-
-
 def alignment(confidence: pd.DataFrame, correct: pd.DataFrame, *, unanimous_rule: str = "either") -> pd.DataFrame:
     """Does the confidence axis line up with the performance axis, on all and contested items?
 
@@ -301,90 +268,6 @@ def alignment_table(panelset, *, unanimous_rule: str = "either") -> pd.DataFrame
     from metacog.hypotheses.common import per_panel
 
     return with_design(per_panel(panelset, alignment, unanimous_rule=unanimous_rule), panelset)
-
-
-DOMINANCE_CLAIM = "confidence is dominated by one factor"
-
-#: The book's own claim on the eigenvalue ratio (no paper number: paper 1 reports no ratio).
-RATIO_CLAIM = f"the first eigenvalue of confidence is at least {DOMINANCE_RATIO:g} times the second"
-
-#: The link claim, paper 1's second finding.
-LINK_CLAIM = "without unanimous items the confidence axis no longer follows the performance axis"
-
-
-def removed_items(alignment_table: pd.DataFrame) -> pd.DataFrame:
-    """Per panel: items on all items, items left once unanimous items are removed, the number and
-    share removed, and whether the check is informative (at least :data:`MIN_REMOVED_SHARE` of the
-    items removed)."""
-    rows = []
-    for panel, g in alignment_table.groupby("panel", sort=False):
-        by = g.set_index("subset")["items"]
-        total, left = by.get("all", np.nan), by.get("contested", np.nan)
-        removed = total - left if np.isfinite(total) and np.isfinite(left) else np.nan
-        share = removed / total if np.isfinite(removed) and total else np.nan
-        rows.append({"panel": panel, "items": total, "contested": left, "removed": removed,
-                     "removed_share": share,
-                     "informative": bool(np.isfinite(share) and share >= MIN_REMOVED_SHARE)})
-    return pd.DataFrame(rows, columns=["panel", "items", "contested", "removed", "removed_share", "informative"])
-
-
-def verdicts(structure_table: pd.DataFrame, alignment_table: pd.DataFrame | None = None) -> list:
-    """The chapter's claims, decided per panel (:func:`metacog.hypotheses.verdict.decide`), in
-    the order of the panels' designs: prospective first, then counterfactual, after answering,
-    and the rest (:data:`metacog.data.designs.TIMINGS`); :func:`by_design` groups them. Each
-    verdict carries its line and why the line is there (``line_why``).
-
-    1. Confidence is dominated by one factor (paper 1's claim, on paper 1's statistic): the
-       first-factor share at least :data:`SHARE_LINE` (:data:`SHARE_LINE_WHY`), judged on its
-       bootstrap interval, with at least :data:`MIN_MODELS` models and :data:`MIN_ITEMS` items.
-    2. The book's own: eig1/eig2 at least :data:`DOMINANCE_RATIO` (:data:`DOMINANCE_RATIO_WHY`).
-    3. (With ``alignment_table``) paper 1's "the confidence-performance link vanishes without
-       unanimous items": the contested-item correlation of the two axes lies below
-       :data:`NEGLIGIBLE_R`. When removing unanimous items removes less than
-       :data:`MIN_REMOVED_SHARE` of the items (:func:`removed_items`), the check is not paper 1's
-       manipulation and the verdict is "insufficient evidence": not informative, with the count.
-    """
-    from dataclasses import replace
-
-    from metacog.hypotheses.verdict import INSUFFICIENT, decide
-    from metacog.tidy.report import fmt_count
-
-    out = []
-    rows = structure_table[(structure_table["matrix"] == "confidence")
-                           & (structure_table["subset"] == "all items")]
-    for r in design_order(rows).to_dict("records"):
-        n = {"models": int(r["models"]), "items": int(r["items"])}
-        need = {"models": MIN_MODELS, "items": MIN_ITEMS}
-        out.append(decide(
-            f"{r['panel']}: {DOMINANCE_CLAIM}", "first-factor share",
-            r.get("eig_share", np.nan), r.get("eig_share_ci_low", np.nan), r.get("eig_share_ci_high", np.nan),
-            line=SHARE_LINE, direction="greater", n=n, min_counts=need, digits=2, line_why=SHARE_LINE_WHY))
-        out.append(decide(
-            f"{r['panel']}: {RATIO_CLAIM}", "eig1/eig2", r.get("eig_ratio", np.nan),
-            r.get("eig_ratio_ci_low", np.nan), r.get("eig_ratio_ci_high", np.nan), line=DOMINANCE_RATIO,
-            direction="greater", n=n, min_counts=need, digits=2, line_why=DOMINANCE_RATIO_WHY))
-    if alignment_table is not None and len(alignment_table):
-        removed = removed_items(alignment_table).set_index("panel")
-        contested_rows = alignment_table[alignment_table["subset"] == "contested"]
-        for r in design_order(contested_rows).to_dict("records"):
-            v = decide(
-                f"{r['panel']}: {LINK_CLAIM}", "correlation of item positions",
-                r["r_items"], r["r_items_ci_low"], r["r_items_ci_high"], line=NEGLIGIBLE_R,
-                direction="less", n={"models": int(r["models"]), "items": int(r["items"])},
-                min_counts={"models": MIN_MODELS, "items": MIN_ITEMS}, digits=2, line_why=NEGLIGIBLE_R_WHY)
-            k = removed.loc[r["panel"]] if r["panel"] in removed.index else None
-            if k is not None and np.isfinite(k["removed_share"]):
-                said = (f"removing unanimous items removes {fmt_count(int(k['removed']), 'item')} of "
-                        f"{int(k['items']):,} ({k['removed_share']:.1%})")
-                if not k["informative"] and v.basis not in ("counts", "missing"):
-                    v = replace(v, status=INSUFFICIENT, basis="caveat",
-                                reason=f"not informative: {said}, under {MIN_REMOVED_SHARE:.0%}, so the contested "
-                                       f"items are nearly all the items and this is not paper 1's manipulation "
-                                       f"({v.reason})")
-                else:
-                    v = replace(v, reason=f"{said}; {v.reason}")
-            out.append(v)
-    return out
 
 
 def confidence_row(panel, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -423,46 +306,6 @@ def what_if_cut(panelset, cut: float, *, n_boot: int = 1000, seed: int = 0) -> R
     text = (f"At a fixed cut of {cut:g}, {n_const} of the {len(p.cut_report)} models of {p.name} "
             f"give the same judgment on every item.")
     return Recut(confidence_row(p, n_boot=n_boot, seed=seed), text, float(cut))
-
-
-def _design_noun(design: str) -> str:
-    """The panels a count counts, named by their design ('prospective panels', 'after-answering
-    panels'); the sentence's head already says whether the design is paper 1's."""
-    return f"{str(design).replace(' ', '-')} panels"
-
-
-def verdict_paragraph(verdicts: list, *tables: pd.DataFrame) -> str:
-    """One paragraph summing up the verdicts, one sentence per design (prospective first), each
-    counting panels within its design only, and naming that design in the count ('all 3 of its
-    after-answering panels'): never a count across designs. ``tables``
-    carry the design of each panel (:func:`table`, :func:`alignment_table`)."""
-
-    parts = []
-    for design, vs in by_design(verdicts, *tables).items():
-        noun = _design_noun(design)
-        dom = [v for v in vs if v.claim.endswith(DOMINANCE_CLAIM)]
-        ratio = [v for v in vs if v.claim.endswith(RATIO_CLAIM)]
-        link = [v for v in vs if v.claim.endswith(LINK_CLAIM)]
-        said = []
-        if dom:
-            said.append(group_sentence(
-                dom, f"the first-factor share reaches paper 1's line ({SHARE_LINE:g}) in",
-                f"the first-factor share stays below paper 1's line ({SHARE_LINE:g}) in",
-                f"whether the first-factor share reaches {SHARE_LINE:g} cannot be told in", noun=noun))
-        if ratio:
-            said.append(group_sentence(
-                ratio, f"the first eigenvalue is at least {DOMINANCE_RATIO:g} times the second in",
-                f"the first eigenvalue is less than {DOMINANCE_RATIO:g} times the second in",
-                f"whether the first eigenvalue is {DOMINANCE_RATIO:g} times the second cannot be told in", noun=noun))
-        if link:
-            said.append(group_sentence(
-                link, "paper 1's finding that the confidence axis stops following the performance axis "
-                      "once unanimous items are removed holds in",
-                "the two axes still align once unanimous items are removed (a non-replication) in",
-                "whether the two axes still align once unanimous items are removed cannot be told "
-                "(or the check is not informative) in", noun=noun))
-        parts.append(f"{design_head(design)}: {'; '.join(said)}.")
-    return " ".join(parts) if parts else "No panel could be analysed."
 
 
 def temperature_sensitivity(panelset, decided: list, *, n_iter: int = 20, reference: str = "resampled",

@@ -53,7 +53,7 @@ def shape_labels(structure_table: pd.DataFrame) -> list:
     (never parallel analysis alone): the first-factor share against
     :data:`metacog.hypotheses.rank_one.SHARE_LINE` and eig1/eig2 against
     :data:`metacog.stats.structure.DOMINANCE_RATIO` — 'share ≥ 0.3; eig1/eig2 < 4'."""
-    from metacog.hypotheses.rank_one import SHARE_LINE
+    from metacog.hypotheses.rank_one.lines import SHARE_LINE
     from metacog.stats.structure import DOMINANCE_RATIO
 
     t = structure_table
@@ -67,7 +67,7 @@ def shape_labels(structure_table: pd.DataFrame) -> list:
 
 def display_removed(alignment_table: pd.DataFrame) -> pd.DataFrame:
     """:func:`metacog.hypotheses.rank_one.removed_items` for a page."""
-    from metacog.hypotheses.rank_one import MIN_REMOVED_SHARE, removed_items
+    from metacog.hypotheses.rank_one.lines import MIN_REMOVED_SHARE, removed_items
 
     k = removed_items(alignment_table)
     return pd.DataFrame({"panel": k["panel"], "items": k["items"], "unanimous items removed": k["removed"],
