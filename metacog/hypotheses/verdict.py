@@ -8,8 +8,9 @@ of three statuses:
   smallest effect worth having) the interval rules out every effect of at least ``margin``;
 - ``"negligible"`` — (:func:`decide_meaningful`, and :func:`decide` with ``equivalence=True``) the
   whole interval lies inside (line − margin, line + margin): equivalent to the line by a
-  two-one-sided-tests reading of the interval, an effect too small to matter. An interval
-  inside the margin is never called "not supported";
+  two-one-sided-tests reading of the interval (read off the 95% interval, stricter than the 90%
+  interval of a TOST at 5%), an effect too small to matter. An interval inside the margin is
+  never called "not supported";
 - ``"insufficient evidence"`` — the interval straddles the line; or a count in ``n`` is
   below its threshold in ``min_counts``; or the estimate or an end of the interval is NaN;
   or a "not supported" verdict would rest on ruling out effects (``margin``) smaller than
