@@ -133,7 +133,7 @@ def holm(p) -> np.ndarray:
     """Holm's step-down adjusted p-values of one family of tests (NaN stays NaN and is not
     counted): the k-th smallest of m p-values times (m − k + 1), made monotone, capped at 1.
 
-    >>> [round(x, 3) for x in holm([0.01, 0.04, 0.03])]
+    >>> [round(float(x), 3) for x in holm([0.01, 0.04, 0.03])]
     [0.03, 0.06, 0.06]
     """
     p = np.asarray(p, dtype=float)
