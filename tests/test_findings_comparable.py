@@ -12,7 +12,7 @@ from metacog.data.designs import Design
 from metacog.hypotheses import pairwise as hp
 from metacog.hypotheses.pairwise import population as pp
 from metacog.hypotheses.power import MARGIN
-from metacog.hypotheses.verdict import NOT_SUPPORTED, SUPPORTED, INSUFFICIENT, decide
+from metacog.hypotheses.verdict import NEGLIGIBLE, NOT_SUPPORTED, SUPPORTED, INSUFFICIENT, decide
 from metacog.pages import findings
 
 SELF = "a model's confidence tracks its own correctness better than other models'"
@@ -87,7 +87,7 @@ def test_self_other_is_judged_against_the_power_margin():
                         "across": ("before answering", 0.012, 0.03),
                         "after": ("after answering", 0.031, 0.034)})
     v = {x.claim.split(",")[0]: x for x in hp.verdicts(t)}
-    assert v["inside"].status == NOT_SUPPORTED        # above 0, but too small to matter
+    assert v["inside"].status == NEGLIGIBLE           # above 0, but inside the line: too small to matter
     assert v["beyond"].status == SUPPORTED
     assert v["across"].status == INSUFFICIENT
     assert v["after"].status == SUPPORTED
@@ -111,7 +111,8 @@ def test_internal_population_verdict_from_the_counts():
                        "tied": ("before answering", 2, 2)})
     v = {x.claim.split(":")[0]: x for x in pp.verdicts(t)}
     assert v["below"].status == NOT_SUPPORTED and v["below"].claim.startswith("below: after answering, ")
-    assert "clearly above the population's for 1 and clearly below for 16" in v["below"].reason
+    # decided on the panel's mean difference; the per-model counts are Holm-corrected over its 20 models
+    assert "after Holm's correction" in v["below"].reason and v["below"].statistic == pp.STATISTIC
     assert v["above"].status == SUPPORTED
     assert v["tied"].status == INSUFFICIENT
     few = _counts_table({"few": ("before answering", 1, 0)})      # 4 sufficient models < MIN_MODELS

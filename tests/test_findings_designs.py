@@ -116,14 +116,14 @@ def _planted():
 
 def test_rank_one_verdicts_never_count_across_designs():
     t = _planted()
-    vs = hr.verdicts(t)
+    vs = [v for v in hr.verdicts(t) if v.statistic == "eig1/eig2"]  # the planted rows carry no share
     groups = hr.by_design(vs, t)
     assert list(groups) == ["prospective", "after answering"]
     assert [v.claim.split(":")[0] for v in groups["prospective"]] == ["P1", "P2"]
     text = hr.verdict_paragraph(vs, t)
     assert text.index("Prospective") < text.index("after answering")
-    assert "1 of its 2 panels (P1)" in text and "1 of its 2 panels (P2)" in text
-    assert "all 3 of its panels (A1, A2 and A3)" in text
+    assert "1 of its 2 prospective panels (P1)" in text and "1 of its 2 prospective panels (P2)" in text
+    assert "all 3 of its after-answering panels (A1, A2 and A3)" in text
     assert "of the 5" not in text and " 5 " not in text and "4 of" not in text
     frame = hr.verdict_frame(vs, t)
     assert list(frame["design"]) == ["prospective"] * 2 + ["after answering"] * 3
@@ -195,8 +195,11 @@ def test_findings_table_fills_every_column(tmp_path, monkeypatch):
     pw = t[(t["chapter"] == "pairwise") & (t["design"] == "prospective")]
     assert set(pw["agreement"][pw["status"] == "not supported"]) <= {"agrees with the paper"}
     assert set(pw["agreement"][pw["status"] == "supported"]) <= {"disagrees with the paper"}
-    after = t[t["design"] == "after answering"]
-    assert set(after["agreement"]) == {"different design: not comparable"}
+    after = t[(t["design"] == "after answering") & (t["paper"] != "beyond both papers")]
+    assert len(after) and set(after["agreement"]) == {"different design: not comparable"}
+    # the eigenvalue ratio is the book's own row: paper 1 reports no ratio
+    own = t[t["statistic"] == "eig1/eig2"]
+    assert len(own) and set(own["paper"]) == {"beyond both papers"}
     counts = findings.agreement_counts(t)
     assert set(counts["design"]) == set(t["design"])
     n_cells = counts.drop(columns=["paper", "claim", "design"]).to_numpy().sum()

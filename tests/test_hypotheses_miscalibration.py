@@ -8,7 +8,7 @@ from metacog.hypotheses.miscalibration import audit as mc
 from metacog.probe import study
 from metacog.hypotheses import miscalibration as hm
 from metacog.hypotheses.miscalibration import population as hpop
-from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+from metacog.hypotheses.verdict import INSUFFICIENT, NEGLIGIBLE, NOT_SUPPORTED, SUPPORTED
 
 
 def policy_rows(model, n_items=120, accuracy=0.9, always_yes=False, seed=0, n_domains=6):
@@ -170,7 +170,7 @@ def test_shared_item_confidence_is_not_called_clustering():
     (v,) = hpop.verdicts(res)
     overall = res[res["domain"] == hpop.ALL].iloc[0]
     assert overall["ratio_ci_high"] < 1 + hpop.RATIO_SESOI
-    assert v.status == NOT_SUPPORTED
+    assert v.status == NEGLIGIBLE  # inside the smallest excess of interest: within the line
 
 
 def test_population_table_is_a_result_whose_summary_is_the_all_items_row(tmp_path, monkeypatch):

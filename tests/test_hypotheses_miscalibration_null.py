@@ -8,7 +8,7 @@ import pytest
 from metacog.hypotheses.miscalibration import audit as mc
 from metacog.hypotheses.miscalibration import null as mn
 from metacog.hypotheses.miscalibration import population as hpop
-from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, decide_meaningful
+from metacog.hypotheses.verdict import INSUFFICIENT, NEGLIGIBLE, SUPPORTED, decide_meaningful
 
 
 def _main_effects(n=1000, m=60, extra=0.0, seed=0):
@@ -39,11 +39,11 @@ def test_errors_pulled_together_beyond_the_item_axis_are_found():
     assert lo > 1.05 and co["dispersion"] / co["dispersion_expected"] > 1.5
 
 
-def test_a_ratio_within_the_smallest_effect_of_interest_is_not_supported():
+def test_a_ratio_within_the_smallest_effect_of_interest_is_negligible():
     row = {"panel": "big", "domain": hpop.ALL, "ratio": 1.023, "ratio_ci_low": 1.021, "ratio_ci_high": 1.025,
            "models": 80, "items": 12000, "ocw": 50000}
     (v,) = hpop.verdicts(pd.DataFrame([row]))
-    assert v.status == NOT_SUPPORTED and "smallest effect of interest" in v.sentence()
+    assert v.status == NEGLIGIBLE and "smallest effect of interest" in v.sentence()
     (v,) = hpop.verdicts(pd.DataFrame([{**row, "ratio": 1.3, "ratio_ci_low": 1.2, "ratio_ci_high": 1.4}]))
     assert v.status == SUPPORTED
     (v,) = hpop.verdicts(pd.DataFrame([{**row, "ratio": 1.1, "ratio_ci_low": 1.05, "ratio_ci_high": 1.15}]))
@@ -54,7 +54,7 @@ def test_a_ratio_within_the_smallest_effect_of_interest_is_not_supported():
 
 def test_decide_meaningful_both_directions():
     assert decide_meaningful("c", "s", 0.8, 0.7, 0.85, line=1, margin=0.1, direction="less").status == SUPPORTED
-    assert decide_meaningful("c", "s", 0.95, 0.93, 0.97, line=1, margin=0.1, direction="less").status == NOT_SUPPORTED
+    assert decide_meaningful("c", "s", 0.95, 0.93, 0.97, line=1, margin=0.1, direction="less").status == NEGLIGIBLE
     assert decide_meaningful("c", "s", 0.0, -0.1, 0.1, line=0, margin=0.05).status == INSUFFICIENT
     with pytest.raises(ValueError):
         decide_meaningful("c", "s", 0, -1, 1, margin=0.1, direction="differs")

@@ -125,7 +125,8 @@ def test_counts_and_sentence_and_reference_rows():
     k = pp.counts(t).iloc[0]
     assert k["internal_above"] == 1 and k["sufficient"] == 10
     assert k["internal_above"] + k["internal_below"] + k["covers_zero"] == k["sufficient"]
-    assert "for 1 of the 10 models" in pp.count_sentence(t)
+    said = pp.count_sentence(t)
+    assert "after Holm's correction over its 10 models" in said and "clearly above the population's for 1" in said
     ref = pp.reference_rows(t)
     assert list(ref["data"]) == ["paper 1: SQuAD", "paper 1: MMLU-Pro", "planted"]
     assert ref["auroc_internal"].iloc[0] == 0.731 and ref["ci_low"].iloc[-1] > 0

@@ -42,8 +42,8 @@ def test_constant_column_gives_undefined_pairs_counted():
     C.iloc[:, 0] = 1.0
     t = hp.analyse(C, Y, n_perm=99, n_boot=20)
     row = t.set_index("subset").loc["all items"]
-    assert row["pairs_undefined"] == 6  # the constant judge against every target
-    assert row["pairs"] == 30
+    assert row["pairs_undefined"] == 5  # the constant judge against every other target
+    assert row["pairs"] == 25  # 6 x 5 pairs of different models (self-pairs are not paper 1's pairs)
 
 
 def test_self_minus_other_interval_finds_planted_signal_and_not_without():
@@ -95,7 +95,7 @@ def test_paper1_comparison_has_paper_rows_and_ours():
     # pair counts: paper 1's 171 SQuAD pairs are C(19, 2); ours counted the same way
     assert paper.loc["paper 1: SQuAD", "models"] == 19 and paper.loc["paper 1: SQuAD", "pairs_unordered"] == 171
     assert paper.loc["ours", "pairs_unordered"] == 12 * 11 // 2
-    assert paper.loc["ours", "pairs_ordered"] == 12 * 12  # the book's (judge, target) pairs, self-pairs included
+    assert paper.loc["ours", "pairs_ordered"] == 12 * 11  # each model pair both ways, no self-pairs
 
 
 def test_rank_one_structure_on_a_one_factor_population():
@@ -103,18 +103,21 @@ def test_rank_one_structure_on_a_one_factor_population():
     row = hr.structure(C, n_iter=5, n_boot=20)
     assert row["eig_share_ci_low"] <= row["eig_share"] <= row["eig_share_ci_high"]
     assert row["eig_ratio"] > hr.DOMINANCE_RATIO
-    v = hr.verdicts(pd.DataFrame([{**row, "matrix": "confidence", "subset": "all items",
-                                   "panel": "one factor"}]))[0]
-    assert v.status == SUPPORTED
+    share, ratio = hr.verdicts(pd.DataFrame([{**row, "matrix": "confidence", "subset": "all items",
+                                               "panel": "one factor"}]))
+    assert share.statistic == "first-factor share" and share.line == hr.SHARE_LINE
+    assert share.status == SUPPORTED and ratio.status == SUPPORTED
+    assert share.claim.endswith(hr.DOMINANCE_CLAIM) and ratio.statistic == "eig1/eig2"
+    assert share.line_why == hr.SHARE_LINE_WHY and "25.3%" in share.line_why
 
 
 def test_rank_one_verdict_not_supported_for_independent_models():
     rng = np.random.default_rng(5)
     X = pd.DataFrame((rng.random((400, 10)) < 0.5).astype(float))
     row = hr.structure(X, n_iter=5, n_boot=20)
-    v = hr.verdicts(pd.DataFrame([{**row, "matrix": "confidence", "subset": "all items",
-                                   "panel": "noise"}]))[0]
-    assert v.status == NOT_SUPPORTED
+    share, ratio = hr.verdicts(pd.DataFrame([{**row, "matrix": "confidence", "subset": "all items",
+                                               "panel": "noise"}]))
+    assert share.status == NOT_SUPPORTED and ratio.status == NOT_SUPPORTED
 
 
 def test_rank_one_refuses_too_few_models_with_a_reason():

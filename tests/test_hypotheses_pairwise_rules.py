@@ -13,8 +13,8 @@ from metacog.hypotheses import pairwise as hp
 from metacog.hypotheses.pairwise import population as pp
 from metacog.hypotheses.pairwise import prose
 from metacog.hypotheses.pairwise import sensitivity as sv
-from metacog.hypotheses.verdict import (INSUFFICIENT, NOT_SUPPORTED, SELF_OTHER_MARGIN, SUPPORTED,
-                                        interval_detectable)
+from metacog.hypotheses.verdict import (INSUFFICIENT, NEGLIGIBLE, NOT_SUPPORTED, SELF_OTHER_MARGIN,
+                                        SELF_OTHER_MARGIN_WHY, SUPPORTED, interval_detectable)
 
 
 def _row(lo, hi, est=None, timing="before answering", panel="P"):
@@ -31,10 +31,11 @@ def test_interval_detectable_is_the_80_percent_power_effect_of_the_interval():
 
 @pytest.mark.parametrize("lo, hi, status, basis", [
     (-0.032, 0.004, INSUFFICIENT, "power"),      # rules out 0.02, but too wide to have 80% power at 0.02
-    (-0.010, 0.010, NOT_SUPPORTED, "margin"),    # rules out 0.02 with a narrow interval: equivalence
+    (-0.010, 0.010, NEGLIGIBLE, "within"),       # inside ±0.02 with a narrow interval: equivalence
     (-0.012, 0.025, INSUFFICIENT, "straddle"),   # reaches across the margin
     (-0.200, -0.010, NOT_SUPPORTED, "below"),    # wholly below zero: the opposite of the claim
-    (0.004, 0.012, NOT_SUPPORTED, "margin"),     # real but wholly inside the margin
+    (0.004, 0.012, NEGLIGIBLE, "within"),        # real but wholly inside the margin: negligible
+    (-0.022, 0.002, NOT_SUPPORTED, "margin"),    # rules out +0.02 but reaches below −0.02: not inside the line
     (0.030, 0.050, SUPPORTED, "beyond"),
 ])
 def test_self_other_rule_is_the_stated_equivalence_rule_with_its_power_condition(lo, hi, status, basis):
@@ -49,6 +50,16 @@ def test_self_other_rows_print_the_margin_as_their_line():
     shown = hp.verdict_display(vs, pd.DataFrame([_row(0, 0)]))
     assert list(shown["line"]) == [SELF_OTHER_MARGIN, SELF_OTHER_MARGIN]
     assert list(shown["judged"]) == ["before answering"] * 2
+    assert list(shown["threshold"]) == [f"±{SELF_OTHER_MARGIN:g} around 0"] * 2
+    assert list(shown["line_why"]) == [SELF_OTHER_MARGIN_WHY] * 2
+    assert list(shown["status"]) == [SUPPORTED, NEGLIGIBLE]
+
+
+def test_a_counterfactual_panel_cannot_decide_self_against_other():
+    cf = "after a correct answer with the context"
+    vs = hp.verdicts(pd.DataFrame([_row(0.03, 0.05, timing=cf), _row(-0.01, 0.01, timing=cf)]))
+    assert [v.status for v in vs] == [INSUFFICIENT, INSUFFICIENT]
+    assert all("selection" in v.reason and v.basis == "caveat" for v in vs)
 
 
 def test_third_person_panels_decide_no_self_claim():
@@ -128,12 +139,27 @@ def test_third_person_panel_is_left_out_of_internal_against_population():
     assert set(t["panel"]) == {"sim"}
 
 
-def test_no_model_differing_clearly_says_so_instead_of_missing_numbers():
+def test_internal_against_population_is_decided_on_the_panel_mean_not_a_vote_count():
     p = _binary_panel(n_items=300)
     t = pp.internal_population_table([p])
     t[["ci_low_matched", "ci_high_matched"]] = [-1.0, 1.0]  # every interval covers zero
     (v,) = pp.verdicts(t)
-    assert v.status == INSUFFICIENT and "no model differs clearly" in v.reason and "missing" not in v.reason
+    k = pp.counts(t).iloc[0]
+    assert k["internal_above"] == k["internal_below"] == 0 and "Holm" in v.reason
+    assert v.statistic == pp.STATISTIC and np.isclose(v.estimate, t["diff_matched"].mean())
+    assert "missing" not in v.reason
+
+
+def test_holm_counts_fewer_than_uncorrected_intervals_at_the_margin():
+    # ten models each barely clear an uncorrected 95% interval: Holm over ten keeps none
+    t = pd.DataFrame({"panel": "P", "model": [f"m{j}" for j in range(10)], "sufficient": True,
+                      "diff": 0.02, "ci_low": 0.001, "ci_high": 0.039, "timing": "before answering",
+                      "judge_binary": False})
+    k = pp.counts(t).iloc[0]
+    assert k["internal_above_uncorrected"] == 10 and k["internal_above"] == 0 and k["covers_zero"] == 10
+    assert k["mean_diff_ci_low"] == pytest.approx(0.02) and k["mean_diff"] == pytest.approx(0.02)
+    (v,) = pp.verdicts(t)
+    assert v.status == SUPPORTED  # the panel-level estimate decides: every model's difference is 0.02
 
 
 def test_sensitivity_without_a_reversed_model_recomputes_every_verdict():
@@ -178,3 +204,19 @@ def test_annotate_puts_the_sensitivity_in_the_reason_of_each_verdict_it_covers()
     a, b = sv.annotate([v, other], t, "m7")
     assert a.reason.endswith("without m7 it reads supported (0.050 (95% CI 0.030 to 0.070); see 'Without one model')")
     assert b.reason == other.reason
+
+
+def test_mean_pairwise_tau_is_over_pairs_of_different_models():
+    """Paper 1's pairs (hp.PAPER1_PAIRS_READING): self-pairs are left out of the mean, its null and
+    its FDR share; with a planted self-signal the mean with self-pairs would be higher."""
+    from metacog.power.simulate import population
+
+    pop = population(6, 400, kappa=1.0, seed=1)
+    row = hp.analyse(pop.confidence, pop.correct, n_perm=19, n_boot=20, control=False, n_null=10) \
+        .set_index("subset").loc["all items"]
+    K = hp.tau_frame(pop.confidence, pop.correct).to_numpy()
+    off = K[~np.eye(6, dtype=bool)]
+    assert row["mean_tau"] == pytest.approx(np.nanmean(off))
+    assert np.nanmean(K) > row["mean_tau"] + 0.01  # the planted diagonal is not in paper 1's mean
+    assert row["pairs"] + row["pairs_undefined"] == 30 and row["pairs_unordered"] == 15
+    assert "171" in hp.PAPER1_PAIRS_READING and "self-pairs" in hp.PAPER1_PAIRS_READING

@@ -9,7 +9,7 @@ from metacog.hypotheses.power import design as hd
 from metacog.hypotheses.power import display as hv
 from metacog.tidy.report import pretty
 from metacog.power.simulate import population
-from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+from metacog.hypotheses.verdict import INSUFFICIENT, NEGLIGIBLE, SELF_OTHER_MARGIN_WHY, SUPPORTED, verdict_table
 
 #: Small simulation settings: enough to separate a planted signal from none, fast.
 FAST = dict(n_sims=20, n_sims_factor=8, n_perm=99, n_null=40, kappa_max=2.0, kappa_tol=0.1, n_boot=60)
@@ -41,7 +41,7 @@ def test_analysis_block_subsamples_large_blocks_and_says_so():
     assert not whole["subsampled"] and whole["items"] == 300
 
 
-def test_a_planted_signal_is_supported_and_its_absence_is_not_supported_in_a_big_design():
+def test_a_planted_signal_is_supported_and_its_absence_is_negligible_in_a_big_design():
     strong = _panel_row(population(10, 600, kappa=1.0, seed=2))
     v = hw.verdicts(strong, margin=0.05)[0]
     assert v.status == SUPPORTED, v.reason
@@ -50,7 +50,8 @@ def test_a_planted_signal_is_supported_and_its_absence_is_not_supported_in_a_big
     none = _panel_row(population(20, 1500, kappa=0.0, seed=3))
     assert none.at[0, "detectable_excess"] < 0.05  # a big design detects small excesses
     v0 = hw.verdicts(none, margin=0.05)[0]
-    assert v0.status == NOT_SUPPORTED, v0.reason
+    assert v0.status == NEGLIGIBLE and v0.basis == "within", v0.reason
+    assert "inside (−0.05, 0.05)" in v0.reason and v0.line_why == "0.05 τ-b, the margin given here"
     # the same null with a margin below what the design can detect is not evidence of absence
     tight = hw.verdicts(none, margin=none.at[0, "detectable_excess"] / 4)[0]
     assert tight.status == INSUFFICIENT and "design can detect only" in tight.reason
@@ -147,8 +148,8 @@ def test_verdict_paragraph_reads_right_for_a_single_panel():
     assert "all 1 " not in para and "none of the 1 " not in para
     assert para.startswith(("Judgments of unknown design (the data do not say when they were made): a "
                             "self-signal beyond base rates larger than the smallest excess of interest "
-                            "(0.02 τ-b) shows in no panel; an excess of 0.02 τ-b or more is ruled out in "
-                            "no panel."))
+                            "(0.02 τ-b) shows in no panel; the excess is negligible (its interval lies "
+                            "inside ±0.02 τ-b, within the line) in no panel."))
     assert "The evidence is insufficient in the one panel of this design because it could not detect" in para
 
 
@@ -157,9 +158,10 @@ def _excess_row(panel, est, lo, hi, design, det=0.01):
             "excess_ci_low": lo, "excess_ci_high": hi, "detectable_excess": det, "ruled_out_kappa": np.nan}
 
 
-def test_an_excess_above_zero_but_inside_the_margin_is_not_supported():
+def test_an_excess_above_zero_but_inside_the_margin_is_negligible_never_not_supported():
     """#6: Atlas's excess 0.023 (0.015 to 0.030) with margin 0.02 is above 0 but not shown to exceed
-    the margin: insufficient evidence, not supported; wholly beyond the margin is supported."""
+    the margin: insufficient evidence; wholly beyond the margin is supported; wholly inside the
+    margin (above 0 or not) is negligible, never "not supported"."""
     t = pd.DataFrame([_excess_row("Atlas", 0.023, 0.015, 0.030, "after answering"),
                       _excess_row("Big", 0.05, 0.03, 0.07, "after answering"),
                       _excess_row("Tiny", 0.01, 0.005, 0.015, "after answering")])
@@ -167,7 +169,11 @@ def test_an_excess_above_zero_but_inside_the_margin_is_not_supported():
     assert atlas.status == INSUFFICIENT and atlas.basis == "sesoi", atlas.reason
     assert "reaches across 0.02" in atlas.reason
     assert big.status == SUPPORTED and "beyond 0.02" in big.reason
-    assert tiny.status == NOT_SUPPORTED and tiny.basis == "margin"
+    assert tiny.status == NEGLIGIBLE and tiny.basis == "within"
+    assert all(v.line_why == SELF_OTHER_MARGIN_WHY for v in (atlas, big, tiny))
+    shown = verdict_table([atlas, big, tiny])
+    assert set(shown["threshold"]) == {"±0.02 around 0"}
+    assert list(shown["outcome"]) == ["cannot tell", "above the line", "within the line (negligible)"]
 
 
 def test_verdict_paragraph_counts_within_each_design():
@@ -181,8 +187,8 @@ def test_verdict_paragraph_counts_within_each_design():
     pro = para.index("Prospective judgments")
     after = para.index("Judgments made after answering")
     assert pro < after
-    assert "larger than the smallest excess of interest (0.02 τ-b) shows in no panel; an excess of 0.02 " \
-           "τ-b or more is ruled out in the one panel." in para[pro:after]
+    assert "larger than the smallest excess of interest (0.02 τ-b) shows in no panel; the excess is " \
+           "negligible (its interval lies inside ±0.02 τ-b, within the line) in the one panel." in para[pro:after]
     assert ("shows in 2 of the 3 panels (Battery and Cal); an excess above 0 but not shown to exceed 0.02 "
             "in 1 of the 3 panels (Atlas), which is therefore not called supported") in para[after:]
 
@@ -195,7 +201,7 @@ def test_verdict_paragraph_says_rules_out_only_where_the_verdict_is_not_supporte
                       {**_excess_row("Weak", 0.01, -0.01, 0.03, "prospective", det=0.05),
                        "ruled_out_kappa": 0.18, "ruled_out_gap": 0.10}])
     tiny, weak = hw.verdicts(t, margin=0.02)
-    assert tiny.status == NOT_SUPPORTED and weak.status == INSUFFICIENT
+    assert tiny.status == NEGLIGIBLE and weak.status == INSUFFICIENT
     para = hv.verdict_paragraph([tiny, weak], t, margin=0.02)
     assert "Tiny rules out κ above 0.05 (a latent self-minus-other gap of 0.04)" in para
     assert "Weak rules out" not in para
@@ -203,4 +209,5 @@ def test_verdict_paragraph_says_rules_out_only_where_the_verdict_is_not_supporte
             "simulator's units it corresponds to κ = 0.18 (a latent self-minus-other gap of 0.10) in Weak") in para
     alone = hv.verdict_paragraph([weak], t.iloc[[1]], margin=0.02)
     assert "rules out κ" not in alone
-    assert 'No verdict here is "not supported", so in each panel the upper end of T\'s interval is a bound' in alone
+    assert ('No verdict here is "negligible" or "not supported", so in each panel the upper end of T\'s '
+            'interval is a bound') in alone

@@ -65,7 +65,7 @@ def test_temperature_sensitivity_decides_again_on_the_kept_models():
     aligned = hr.alignment_table(ps)
     decided = hr.verdicts(structure, aligned)
     sens = hr.temperature_sensitivity(ps, decided, **settings)
-    assert len(sens) == 2 and set(sens["kept"]) == {8} and set(sens["models"]) == {12}
+    assert len(sens) == 3 and set(sens["kept"]) == {8} and set(sens["models"]) == {12}  # share, ratio, link
     # the kept models' verdicts are the chapter's own verdicts on a panel of those models alone
     kept = [m for m in panel.models if not m.startswith("noisy")]
     alone = Panel(source="alone", label="alone", benchmark="sim", probe="prospective", table=panel.table,

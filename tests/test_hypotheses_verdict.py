@@ -98,7 +98,8 @@ def test_summary_table_and_markdown():
     s = v.summary()
     assert s.shape[0] == 1
     assert list(s.columns) == ["claim", "statistic", "estimate", "95% CI low", "95% CI high",
-                               "decision line", "n", "verdict", "why"]
+                               "decision line", "n", "verdict", "why", "judged against", "in words",
+                               "why this line"]
     assert s["verdict"].iloc[0] == "supported" and s["n"].iloc[0] == "18 models, 500 items"
     md = v._repr_markdown_()
     assert md.startswith("**Supported**") and "Models know" in md and "0.008 to 0.034" in md
@@ -124,3 +125,37 @@ def test_counts_of_one_read_in_the_singular_whatever_the_key():
     assert fmt_n({"models above chance": 1, "items": 132}) == "1 model above chance, 132 items"
     assert fmt_n({"CC items": 1, "OCW items": 8}) == "1 CC item, 8 OCW items"
     assert fmt_n({"same-weight twin pairs": 2, "models": 1}) == "2 same-weight twin pairs, 1 model"
+
+
+def test_an_interval_inside_the_line_is_negligible_never_not_supported():
+    from metacog.hypotheses.verdict import NEGLIGIBLE, decide_meaningful, verdict_table
+
+    # wholly above 0 and wholly inside (-0.05, 0.05): a real effect too small to matter
+    v = decide_meaningful("c", "τ-b", 0.022, 0.015, 0.030, margin=0.05, line_why="a reason")
+    assert v.status == NEGLIGIBLE and "inside (−0.05, 0.05)" in v.reason
+    assert "(line: a reason)" in v.sentence()
+    # straddling 0, inside the line: negligible too
+    assert decide_meaningful("c", "τ-b", 0.0, -0.01, 0.01, margin=0.02).status == NEGLIGIBLE
+    # above 0 but reaching across the line: cannot tell
+    assert decide_meaningful("c", "τ-b", 0.022, 0.015, 0.030, margin=0.02).status == INSUFFICIENT
+    # inside the line, but the design cannot detect the line: cannot tell
+    weak = decide_meaningful("c", "τ-b", 0.0, -0.01, 0.01, margin=0.02, detectable=0.05)
+    assert weak.status == INSUFFICIENT and "0.05 or more" in weak.reason
+    t = verdict_table([v])
+    assert t["threshold"].iloc[0] == "±0.05 around 0" and t["outcome"].iloc[0].startswith("within the line")
+    # plain decide keeps "not supported" unless asked for the equivalence reading
+    assert decide("c", "s", 0.0, -0.01, 0.01, margin=0.05).status == NOT_SUPPORTED
+    assert decide("c", "s", 0.0, -0.01, 0.01, margin=0.05, equivalence=True).status == NEGLIGIBLE
+
+
+def test_sentences_that_group_verdicts_name_the_negligible_ones():
+    from metacog.hypotheses.by_design import group_sentence
+    from metacog.hypotheses.common import status_sentence
+    from metacog.hypotheses.verdict import decide_meaningful
+
+    vs = [decide_meaningful("A: c", "s", 0.0, -0.01, 0.01, margin=0.02),
+          decide("B: c", "s", 0.5, 0.4, 0.6)]
+    g = group_sentence(vs, "holds in", "fails in", "cannot tell in")
+    assert "the effect is negligible (within the line) in 1 of its 2 panels (A)" in g
+    assert "holds in 1 of its 2 panels (B)" in g
+    assert "(A)" in status_sentence(vs, "holds in", "fails in", "cannot tell in")

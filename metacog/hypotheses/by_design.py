@@ -104,16 +104,17 @@ def design_sentence(summary: pd.DataFrame) -> str:
 
 
 def group_sentence(verdicts: list, supported: str, not_supported: str, insufficient: str,
-                   noun: str = "panels") -> str:
+                   noun: str = "panels", negligible: str = "the effect is negligible (within the line) in") -> str:
     """One clause per status for the verdicts of ONE design, counted within it and naming every
     panel: 'confidence is dominated by one factor in 1 of its 2 panels (A); the evidence is
     insufficient in 1 of its 2 panels (B)'. The panel is the part of a claim before ': '."""
-    from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+    from metacog.hypotheses.verdict import INSUFFICIENT, NEGLIGIBLE, NOT_SUPPORTED, SUPPORTED
     from metacog.tidy.report import fmt_list
 
     n = len(verdicts)
     clauses = []
-    for status, words in ((SUPPORTED, supported), (NOT_SUPPORTED, not_supported), (INSUFFICIENT, insufficient)):
+    for status, words in ((SUPPORTED, supported), (NEGLIGIBLE, negligible), (NOT_SUPPORTED, not_supported),
+                           (INSUFFICIENT, insufficient)):
         names = [_panel_of(v.claim) for v in verdicts if v.status == status]
         if not names:
             continue

@@ -100,16 +100,17 @@ def notes_table(notes):
 
 
 def status_sentence(verdicts: list, supported: str, not_supported: str, insufficient: str,
-                    noun: str = "panels") -> str:
+                    noun: str = "panels", negligible: str = "the effect is negligible (within the line) in") -> str:
     """One sentence grouping verdicts by status, naming only the groups that have members:
     'Confidence is dominated by one factor in 3 of the 5 panels (A, B and C); it is not in
     2 of the 5 panels (D and E).' The panel is the part of each claim before ':'."""
     from metacog.tidy.report import fmt_list
-    from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+    from metacog.hypotheses.verdict import INSUFFICIENT, NEGLIGIBLE, NOT_SUPPORTED, SUPPORTED
 
     n = len(verdicts)
     clauses = []
-    for status, words in ((SUPPORTED, supported), (NOT_SUPPORTED, not_supported), (INSUFFICIENT, insufficient)):
+    for status, words in ((SUPPORTED, supported), (NEGLIGIBLE, negligible), (NOT_SUPPORTED, not_supported),
+                           (INSUFFICIENT, insufficient)):
         names = [v.claim.split(":")[0] for v in verdicts if v.status == status]
         if names:
             clauses.append(f"{words} {fmt_list(names, n, noun=noun)}")

@@ -6,6 +6,11 @@ of three statuses:
 - ``"supported"`` — the whole interval lies on the claimed side of the decision ``line``;
 - ``"not supported"`` — the whole interval lies on the other side, or (with ``margin``, the
   smallest effect worth having) the interval rules out every effect of at least ``margin``;
+- ``"negligible"`` — (:func:`decide_meaningful`, and :func:`decide` with ``equivalence=True``) the
+  whole interval lies inside (line − margin, line + margin): equivalent to the line by a
+  two-one-sided-tests reading of the interval (read off the 95% interval, stricter than the 90%
+  interval of a TOST at 5%), an effect too small to matter. An interval inside the margin is
+  never called "not supported";
 - ``"insufficient evidence"`` — the interval straddles the line; or a count in ``n`` is
   below its threshold in ``min_counts``; or the estimate or an end of the interval is NaN;
   or a "not supported" verdict would rest on ruling out effects (``margin``) smaller than
@@ -30,6 +35,12 @@ from metacog.tidy.report import PrettyTable, fmt_ci, fmt_count, fmt_num, fmt_ran
 #: verdicts and the pairwise chapter's self-against-other verdict are both judged against.
 SELF_OTHER_MARGIN = 0.02
 
+#: Why :data:`SELF_OTHER_MARGIN` is where it is, printed beside every verdict that uses it.
+SELF_OTHER_MARGIN_WHY = ("0.02 τ-b: just below the smallest mean pairwise τ-b paper 1 reports (0.024, "
+                         "LegalBench, its results table), a signal paper 1 itself calls small and gone "
+                         "once base rates are controlled; an individual self-advantage smaller than that "
+                         "is smaller than anything paper 1 treats as a signal")
+
 #: The power a design must have to detect the margin before a null reads "not supported" (the
 #: power chapter's target, ``power_target`` in its manifest).
 TARGET_POWER = 0.8
@@ -53,6 +64,13 @@ def interval_detectable(ci_low: float, ci_high: float, *, level: float = 0.95,
     return float((ci_high - ci_low) / 2 / z * (z + norm.ppf(power)))
 
 SUPPORTED, NOT_SUPPORTED, INSUFFICIENT = "supported", "not supported", "insufficient evidence"
+#: The third outcome of a verdict judged against a smallest effect of interest: the interval lies
+#: inside the line on both sides (equivalence by two one-sided tests), never "not supported".
+NEGLIGIBLE = "negligible"
+
+#: The three outcomes in words a reader can check against the interval and the line.
+OUTCOME_WORDS = {SUPPORTED: "above the line", NEGLIGIBLE: "within the line (negligible)",
+                 INSUFFICIENT: "cannot tell", NOT_SUPPORTED: "on the other side of the line"}
 DIRECTIONS = ("greater", "less", "differs")
 
 
@@ -104,7 +122,9 @@ class Verdict:
     margin: float | None = None
     detectable: float | None = None
     digits: int = 3
-    basis: str = field(default="", repr=False)  # 'above', 'below', 'margin', 'straddle', 'counts', 'missing', 'power', 'caveat', 'beyond', 'sesoi'
+    basis: str = field(default="", repr=False)  # 'above', 'below', 'margin', 'within', 'straddle', 'counts', 'missing', 'power', 'caveat', 'beyond', 'sesoi'
+    #: where the decision line (or the smallest effect of interest) comes from, printed beside it
+    line_why: str = ""
 
     def interval(self) -> str:
         """'0.021 (95% CI 0.008 to 0.034)'."""
@@ -129,10 +149,21 @@ class Verdict:
             "margin": f"rules out effects of {_g(self.margin or 0)} or more from {line}, "
                       f"the smallest effect of interest",
             "straddle": f"straddles {line}",
+            "within": f"lies inside ({_g(self.line - (self.margin or 0))}, {_g(self.line + (self.margin or 0))}), "
+                      f"the smallest effect of interest either side of {line}: negligible",
             "beyond": f"lies beyond {_g(self.line + (self.margin or 0) * (1 if self.direction != 'less' else -1))}, "
                       f"the smallest effect of interest",
         }.get(self.basis)
-        return f"{head} {where}." if where else f"{head}: {self.reason}."
+        why = f" (line: {self.line_why})" if self.line_why else ""
+        return f"{head} {where}{why}." if where else f"{head}: {self.reason}{why}."
+
+    def threshold(self) -> str:
+        """The line the verdict is judged against, in words: '0' for a plain line, '±0.02 around 0'
+        with a smallest effect of interest (the interval must clear +0.02 to be above it and lie
+        inside (−0.02, 0.02) to be negligible)."""
+        if self.margin:
+            return f"±{_g(self.margin)} around {_g(self.line)}"
+        return _g(self.line)
 
     def summary(self) -> PrettyTable:
         """One row with readable headers: claim, statistic, estimate, 95% CI, n, verdict, reason."""
@@ -146,17 +177,32 @@ class Verdict:
                 + (f"; {fmt_n(self.n)}" if self.n else "") + f"\n\n*Why:* {self.reason}.")
 
 
-_TABLE_NAMES = {"line": "decision line", "status": "verdict", "reason": "why"}
+_TABLE_NAMES = {"line": "decision line", "status": "verdict", "reason": "why", "outcome": "in words",
+                "threshold": "judged against", "line_why": "why this line"}
 
 
 def verdict_table(verdicts) -> pd.DataFrame:
     """Several verdicts as a tidy table, one row each: claim, statistic, estimate, ci_low,
-    ci_high, line, direction, n (as words), status, reason. ``pretty()`` it for a page."""
+    ci_high, line, direction, n (as words), status, reason, and (added) ``threshold`` (the line
+    in words with its smallest effect of interest, e.g. '±0.02 around 0': never the bare 0 a
+    margin is measured from), ``outcome`` (the status in words: above the line, within the line,
+    cannot tell) and ``line_why`` (where the line comes from). ``pretty()`` it for a page."""
     rows = [{"claim": v.claim, "statistic": v.statistic, "estimate": v.estimate,
              "ci_low": v.ci_low, "ci_high": v.ci_high, "line": v.line, "direction": v.direction,
-             "n": fmt_n(v.n), "status": v.status, "reason": v.reason} for v in verdicts]
+             "n": fmt_n(v.n), "status": v.status, "reason": v.reason, "threshold": v.threshold(),
+             "outcome": OUTCOME_WORDS.get(v.status, v.status), "line_why": v.line_why} for v in verdicts]
     return pd.DataFrame(rows, columns=["claim", "statistic", "estimate", "ci_low", "ci_high", "line",
-                                       "direction", "n", "status", "reason"])
+                                       "direction", "n", "status", "reason", "threshold", "outcome",
+                                       "line_why"])
+
+
+def verdict_display(verdicts) -> PrettyTable:
+    """:func:`verdict_table` for a page: without ``direction`` and without the bare ``line`` (a
+    margin's line would print as the 0 it is measured from); the line in words (``threshold``,
+    e.g. '±0.02 around 0'), the outcome in words and why the line is where it is stand beside each
+    verdict."""
+    t = verdict_table(verdicts).drop(columns=["direction", "line"])
+    return pretty(t, digits=max([v.digits for v in verdicts] or [3]), names=_TABLE_NAMES)
 
 
 def _check_counts(n: dict, min_counts: dict) -> list[str]:
@@ -176,14 +222,18 @@ def decide(claim: str, statistic: str, estimate: float, ci_low: float, ci_high: 
            line: float = 0.0, direction: str = "greater", n: dict | None = None,
            min_counts: dict | None = None, detectable: float | None = None,
            margin: float | None = None, level: float = 0.95, digits: int = 3,
-           detectable_from: str = "power analysis") -> Verdict:
+           detectable_from: str = "power analysis", equivalence: bool = False,
+           line_why: str = "") -> Verdict:
     """Decide a claim from an estimate and its ``level`` confidence interval.
 
     See the module docstring for the rules. ``detectable_from`` says, in the reason, where
     ``detectable`` comes from. ``n`` holds the counts behind the estimate
     (e.g. {"items": 500, "models": 18}); ``min_counts`` the least each may be
     (e.g. {"positives": 10, "negatives": 10}). Returns a :class:`Verdict` whose ``reason``
-    says in plain words why it has its status.
+    says in plain words why it has its status. ``equivalence=True`` (with ``margin``) gives an
+    interval inside (line − margin, line + margin) the status "negligible" rather than "not
+    supported" (an equivalence by two one-sided tests). ``line_why`` says where the line comes
+    from; it is printed with the verdict.
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"decide: direction must be one of {DIRECTIONS}, got {direction!r}.")
@@ -201,7 +251,7 @@ def decide(claim: str, statistic: str, estimate: float, ci_low: float, ci_high: 
         return Verdict(claim, statistic, float("nan") if estimate is None else float(estimate),
                        float("nan") if ci_low is None else float(ci_low),
                        float("nan") if ci_high is None else float(ci_high), n, status, reason,
-                       float(line), direction, level, margin, detectable, digits, basis)
+                       float(line), direction, level, margin, detectable, digits, basis, line_why)
 
     short = _check_counts(n, min_counts or {})
     if short:
@@ -233,12 +283,19 @@ def decide(claim: str, statistic: str, estimate: float, ci_low: float, ci_high: 
             if detectable is not None and detectable > margin:
                 return make(INSUFFICIENT, f"{iv} rules out effects of {_g(margin)} or more, but {power}, "
                                           f"so a null here is not evidence of absence", "power")
+            if equivalence and ci_low > line - margin and ci_high < line + margin:
+                return make(NEGLIGIBLE, _within_reason(iv, line, margin), "within")
             return make(NOT_SUPPORTED, f"{iv} rules out effects of {_g(margin)} or more from {ln}, "
                                        f"the smallest effect of interest", "margin")
     reason = f"{iv} straddles {ln}, so the data cannot tell"
     if power:
         reason += f"; {power}"
     return make(INSUFFICIENT, reason, "straddle")
+
+
+def _within_reason(iv: str, line: float, margin: float) -> str:
+    return (f"{iv} lies inside ({_g(line - margin)}, {_g(line + margin)}), within {_g(margin)} of {_g(line)} "
+            f"on both sides (two one-sided tests): negligible, an effect too small to matter")
 
 
 def from_auroc(claim: str, result, *, line: float = 0.5, direction: str = "greater",
@@ -251,7 +308,7 @@ def from_auroc(claim: str, result, *, line: float = 0.5, direction: str = "great
                   min_counts={"positives": need, "negatives": need}, level=result.ci, **kw)
 
 
-def cap(v: Verdict, caveats, *, statuses=(SUPPORTED, NOT_SUPPORTED)) -> Verdict:
+def cap(v: Verdict, caveats, *, statuses=(SUPPORTED, NOT_SUPPORTED, NEGLIGIBLE)) -> Verdict:
     """``v``, no stronger than its weakest caveat.
 
     ``caveats`` are sentences, each naming a precondition of the claim that failed (e.g. "the
@@ -273,17 +330,22 @@ def decide_meaningful(claim: str, statistic: str, estimate: float, ci_low: float
                       margin: float, line: float = 0.0, direction: str = "greater", **kw) -> Verdict:
     """:func:`decide` where an effect must also be large enough to matter.
 
-    ``margin`` is the smallest effect of interest (a distance from ``line``). "Supported" needs
-    the whole interval beyond ``line`` ± ``margin`` on the claimed side; an interval on the
-    claimed side of ``line`` but wholly within the margin is "not supported" (a real effect,
-    smaller than any that matters: significant only because the sample is large); one that
-    reaches past the margin without clearing it is "insufficient evidence".
+    ``margin`` is the smallest effect of interest (a distance from ``line``). Three outcomes a
+    reader can check against the interval: "supported" (above the line) needs the whole interval
+    beyond ``line`` ± ``margin`` on the claimed side; "negligible" (within the line) needs the
+    whole interval inside (line − margin, line + margin) — an equivalence by two one-sided tests,
+    whether or not it also excludes ``line`` (a real effect too small to matter is negligible,
+    never "not supported"); anything else is "insufficient evidence" (cannot tell), except an
+    interval wholly on the other side of ``line`` − ``margin``, which is "not supported". A
+    design that cannot detect ``margin`` (``detectable`` > ``margin``) reads "insufficient
+    evidence" rather than "negligible".
     """
     from dataclasses import replace
 
     if direction == "differs":
         raise ValueError("decide_meaningful: give direction 'greater' or 'less'.")
-    v = decide(claim, statistic, estimate, ci_low, ci_high, line=line, direction=direction, margin=margin, **kw)
+    v = decide(claim, statistic, estimate, ci_low, ci_high, line=line, direction=direction, margin=margin,
+               equivalence=True, **kw)
     if v.status != SUPPORTED:
         return v
     sign = 1.0 if direction == "greater" else -1.0
@@ -295,10 +357,12 @@ def decide_meaningful(claim: str, statistic: str, estimate: float, ci_low: float
     iv = (f"the {v.level * 100:g}% interval "
           f"({fmt_range(ci_low, ci_high, digits=v.digits, sep=' to ')})")
     if sign * (far - edge) < 0:
-        return replace(v, status=NOT_SUPPORTED, basis="margin",
-                       reason=f"{iv} lies {'above' if sign > 0 else 'below'} {_g(line)} but wholly within "
-                              f"{_g(margin)} of it, the smallest effect of interest: a real effect too "
-                              f"small to matter")
+        det = kw.get("detectable")
+        if det is not None and det > margin:
+            return replace(v, status=INSUFFICIENT, basis="power",
+                           reason=f"{iv} lies within {_g(margin)} of {_g(line)}, but the design can detect only "
+                                  f"effects of {_g(det)} or more, so it cannot tell")
+        return replace(v, status=NEGLIGIBLE, basis="within", reason=_within_reason(iv, line, margin))
     return replace(v, status=INSUFFICIENT, basis="sesoi",
                    reason=f"{iv} lies {'above' if sign > 0 else 'below'} {_g(line)} but reaches across "
                           f"{_g(edge)}, so whether the effect reaches the smallest effect of interest "

@@ -342,7 +342,7 @@ def unordered_pairs(n_models: int) -> int:
 
 @single_blas_thread
 def base_rate_null(confidence, correct, *, n_null: int = 200, seed: int = 0,
-                   ci: float = 0.95) -> pd.DataFrame:
+                   ci: float = 0.95, self_pairs: bool = True) -> pd.DataFrame:
     """Paper 1's base-rate-matched null of the mean pairwise tau-b, drawn by simulation.
 
     Every model's confidence column and every model's correctness column is shuffled over items
@@ -353,7 +353,8 @@ def base_rate_null(confidence, correct, *, n_null: int = 200, seed: int = 0,
     ``ci`` range of the null draws (null_low, null_high), the share of draws at or above the
     observed mean (p_value, one-sided, with the +1 correction) and n_null. The expectation is 0
     for every pair, so the null mean is 0 up to simulation noise; the per-pair exact version of
-    this null is the ``p`` column of :func:`pairwise_calibration`.
+    this null is the ``p`` column of :func:`pairwise_calibration`. ``self_pairs=False`` leaves the
+    (j, j) pairs out of every mean (paper 1's pairs are two different models).
     """
     C = as_binary_frame(confidence, "confidence", allow_all_missing=True).to_numpy(dtype=float)
     Y = as_binary_frame(correct, "correct", allow_all_missing=True).to_numpy(dtype=float)
@@ -361,6 +362,8 @@ def base_rate_null(confidence, correct, *, n_null: int = 200, seed: int = 0,
 
     def mean_tau(K):
         ok = np.isfinite(K)
+        if not self_pairs:
+            ok &= ~np.eye(K.shape[0], dtype=bool)
         return float(K[ok].mean()) if ok.any() else np.nan
 
     observed = mean_tau(tau_matrix(C, Y))

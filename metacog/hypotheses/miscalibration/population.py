@@ -199,7 +199,7 @@ def verdicts(results: pd.DataFrame) -> list:
     what the items predict" — the ratio of shared confident errors to its item-axis null
     expectation lies above 1 + :data:`RATIO_SESOI` (with at least :data:`MIN_MODELS` models and
     :data:`MIN_OCW` confident errors). A ratio reliably above 1 but within the smallest effect of
-    interest is "not supported": real, and too small to matter."""
+    interest is "negligible": real, and too small to matter."""
     if results is None or results.empty:
         return []
     out = []

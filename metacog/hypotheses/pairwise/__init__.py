@@ -25,6 +25,8 @@ from metacog.stats.pairwise import BASE_RATE, DIFFICULTY, TauTables, tau_matrix,
 from metacog.stats.validate import as_binary_frame, check_aligned
 from metacog.hypotheses.pairwise.prose import (AFTER, MIN_MODELS, TIMING_HEADS, shared_sentence, timing_of,  # noqa: F401
                                                verdict_paragraph)
+from metacog.hypotheses.pairwise.rules import (COUNTERFACTUAL_CAVEAT, DETECTABLE_FROM, self_other_claim,  # noqa: F401
+                                               self_rows, verdict_display, verdicts)
 
 #: Paper 1's prospective figures {benchmark: (mean tau-b, mean of its base-rate-matched null,
 #: % of pairs significant after FDR, first-factor share %)}; None where the paper gives no figure.
@@ -34,6 +36,22 @@ PAPER1 = {
     "LegalBench": (0.024, 0.000, 25.7, 36.4),
     "MathBench": (0.072, 0.000, 28.9, 25.3),
 }
+
+
+#: The book's one reading of paper 1's pairs, used for every "mean pairwise τ-b" the book sets beside
+#: paper 1's: printed once on the page.
+PAPER1_PAIRS_READING = (
+    "Paper 1's pairs are the pairs of two different models: its results table counts 171 SQuAD pairs, "
+    "which is C(19, 2), the unordered pairs of 19 models, so no model is paired with itself. A pair's "
+    "calibration is Kendall τ-b between one model's yes/no confidence and the other model's correctness "
+    "over their shared items (§1, fourth finding: one model's self-assessment is set against another "
+    "model's performance). An unordered pair has two such directions, and the book counts both, so "
+    "paper 1's mean pairwise τ-b is the mean over the n(n − 1) ordered pairs of different models, "
+    "self-pairs left out. The abstract's wording (do two models that differ in confidence also differ in "
+    "performance?) also allows a statistic on the two models' differences; the book does not compute "
+    "that one. Self-pairs enter only the self-minus-other statistic, a row of its own that paper 1 "
+    "reports no number for")
+
 
 #: Paper 1's pair counts {benchmark: unordered model pairs}: 171 SQuAD pairs are C(19, 2), so 19
 #: models there (the paper's 20 models are the whole study's). Benchmarks not listed: no count typed.
@@ -51,21 +69,23 @@ def models_from_pairs(pairs: int) -> int:
 
 
 def _summaries(K: np.ndarray) -> tuple[float, float, float]:
-    """(mean tau over defined pairs, mean self tau, mean other tau) of a tau matrix."""
+    """(mean pairwise tau: the mean over defined pairs of different models, paper 1's pairs
+    (:data:`PAPER1_PAIRS_READING`); mean self tau; mean other tau) of a tau matrix. The first and
+    the last are the same number: paper 1's mean over pairs is the mean other-pair tau."""
     m = K.shape[0]
     off = ~np.eye(m, dtype=bool)
     d = np.diag(K)
     o = K[off]
-    mean_all = float(np.mean(K[np.isfinite(K)])) if np.isfinite(K).any() else np.nan
     mean_self = float(np.mean(d[np.isfinite(d)])) if np.isfinite(d).any() else np.nan
     mean_other = float(np.mean(o[np.isfinite(o)])) if np.isfinite(o).any() else np.nan
-    return mean_all, mean_self, mean_other
+    return mean_other, mean_self, mean_other
 
 
 @stats.single_blas_thread
 def bootstrap_taus(C: np.ndarray, Y: np.ndarray, *, n_boot: int = 1000, seed: int = 0,
                    ci: float = 0.95) -> pd.DataFrame:
-    """Percentile intervals, resampling items, of the mean tau and of self minus other.
+    """Percentile intervals, resampling items, of the mean pairwise tau (over pairs of different
+    models, self-pairs left out: :data:`PAPER1_PAIRS_READING`) and of self minus other.
 
     Returns one row per statistic ("mean tau", "self minus other") with estimate, ci_low,
     ci_high and n_boot (the resamples in which the statistic was defined). Each resample is a
@@ -90,12 +110,15 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, alpha: float = 0
     """Paper 1's pairwise statistics for one panel, on all items and on contested items.
 
     ``confidence`` and ``correct`` are items x models 0/1 tables with the same index and columns.
-    One row per subset with: models, items (and unanimous items dropped), pairs with a defined
-    tau and pairs without one (a constant column), mean tau with its bootstrap interval, two nulls
+    One row per subset with: models, items (and unanimous items dropped), (judge, target) pairs of
+    different models with a defined tau and pairs without one (a constant column), the mean
+    pairwise tau over those pairs (paper 1's pairs, self-pairs left out: :data:`PAPER1_PAIRS_READING`)
+    with its bootstrap interval, two nulls
     with one name each: paper 1's base-rate-matched null (``null_base_rate``: the mean of the
     mean tau over ``n_null`` draws of :func:`metacog.stats.base_rate_null`, with the null's 95%
     range ``null_base_rate_low``/``_high``) and the book's stricter difficulty-stratified null
-    (``null_difficulty``), % of pairs significant after Benjamini-Hochberg at ``alpha`` against
+    (``null_difficulty``), both over the same pairs, % of those pairs significant after
+    Benjamini-Hochberg at ``alpha`` (over those pairs) against
     each (``pct_significant``: the exact per-pair test of the base-rate-matched null;
     ``pct_significant_within``: within difficulty strata), and the self-minus-other statistic
     with its bootstrap interval, permutation p-value and share of models above their others.
@@ -124,12 +147,16 @@ def analyse(confidence: pd.DataFrame, correct: pd.DataFrame, *, alpha: float = 0
                 warnings.simplefilter("ignore")
                 res = stats.pairwise_calibration(Cs, Ys, alpha=alpha, control=control)
                 so = stats.self_other_test(Cs, Ys, n_perm=n_perm, seed=seed)
-                brn = stats.base_rate_null(Cs, Ys, n_null=n_null, seed=seed).iloc[0]
+                brn = stats.base_rate_null(Cs, Ys, n_null=n_null, seed=seed, self_pairs=False).iloc[0]
         except ValueError as exc:
             row["note"] = str(exc)
             rows.append(row)
             continue
         P = res.pairs
+        P = P[P["judge"] != P["target"]].copy()  # paper 1's pairs: two different models
+        P["q"] = stats.bh_fdr(P["p"].to_numpy())  # FDR over those pairs only
+        if control:
+            P["q_within"] = stats.bh_fdr(P["p_within"].to_numpy())
         defined = P["tau"].notna()
         boot = bootstrap_taus(Cs.to_numpy(), Ys.to_numpy(), n_boot=n_boot, seed=seed).set_index("statistic")
         row.update({
@@ -167,80 +194,6 @@ def table(panelset, *, alpha: float = 0.05, unanimous_rule: str = "either", n_pe
 
     return per_panel(panelset, analyse, alpha=alpha, unanimous_rule=unanimous_rule, n_perm=n_perm,
                      n_boot=n_boot, control=control, n_null=n_null, seed=seed)
-
-
-def self_rows(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a result table (with a ``timing`` column) whose judgments are a model's about
-    itself: a panel of judgments about other people is the third-person baseline, not a self claim
-    (:func:`metacog.hypotheses.pairwise.population.is_third_person`)."""
-    from metacog.hypotheses.pairwise.population import is_third_person
-
-    if table is None or not len(table) or "timing" not in table.columns:
-        return table
-    return table[[not is_third_person(str(t)) for t in table["timing"]]].reset_index(drop=True)
-
-
-def self_other_claim(panel_subset: str, timing: str) -> str:
-    """The self-against-other claim for one panel (and subset), worded for when its judgments were
-    made: after answering it is a self-advantage after answering, not paper 1's measurement."""
-    if timing == AFTER:
-        return (f"{panel_subset}: after answering, a model's confidence tracks its own correctness better "
-                f"than other models' (a self-advantage that reading its own answer can produce; not "
-                f"paper 1's measurement)")
-    return f"{panel_subset}: a model's confidence tracks its own correctness better than other models'"
-
-
-#: Where the detectable effect of a self-minus-other verdict comes from, for its reason.
-DETECTABLE_FROM = "80% power, read off the interval's width"
-
-
-def verdicts(pairwise_table: pd.DataFrame, *, margin: float | None = None) -> list:
-    """Per panel and subset: is a model's confidence calibrated to its own correctness better
-    than to other models' by at least ``margin`` τ-b (default: the power chapter's smallest
-    excess of interest, :data:`metacog.hypotheses.verdict.SELF_OTHER_MARGIN`)?
-
-    Decided with :func:`metacog.hypotheses.verdict.decide_meaningful` on the bootstrap interval:
-    "supported" needs the whole interval above the margin; "not supported" needs the interval
-    wholly below 0, or its upper end below the margin (an equivalence reading: it rules out a
-    self-advantage of the margin or more) *and* a design that detects an effect of the margin
-    with 80% power, read off the interval's width
-    (:func:`metacog.hypotheses.verdict.interval_detectable`), the power chapter's condition;
-    otherwise "insufficient evidence". Where the judgments are made after answering, the claim is
-    worded as a self-advantage after answering (:func:`self_other_claim`). A panel of judgments
-    about other people is not a self claim and is left out
-    (:func:`metacog.hypotheses.pairwise.population.is_third_person`). Paper 1 claims there is none."""
-    from metacog.hypotheses.pairwise.population import is_third_person
-    from metacog.hypotheses.verdict import SELF_OTHER_MARGIN as MARGIN
-    from metacog.hypotheses.verdict import TARGET_POWER, decide_meaningful, interval_detectable
-
-    margin = MARGIN if margin is None else margin
-    out = []
-    for r in pairwise_table.to_dict("records"):
-        if is_third_person(str(r.get("timing"))):
-            continue
-        lo, hi = r.get("self_minus_other_ci_low", np.nan), r.get("self_minus_other_ci_high", np.nan)
-        det = interval_detectable(lo, hi, power=TARGET_POWER)
-        out.append(decide_meaningful(
-            self_other_claim(f"{r['panel']}, {r['subset']}", r.get("timing")), "self minus other τ-b",
-            r.get("self_minus_other", np.nan), lo, hi, margin=margin, line=0.0, direction="greater",
-            n={"models": int(r["models"]), "items": int(r["items"])},
-            min_counts={"models": MIN_MODELS, "items": 10},
-            detectable=round(det, 3) if np.isfinite(det) and det > 0 else None,
-            detectable_from=DETECTABLE_FROM))
-    return out
-
-
-def verdict_display(verdicts: list, *tables: pd.DataFrame) -> pd.DataFrame:
-    """The verdicts of the page as one table (:func:`metacog.hypotheses.verdict.verdict_table`
-    without ``direction``), with when each was judged first (:func:`timing_of` over ``tables``).
-    A verdict judged against a smallest effect of interest shows it in ``line`` (the line its
-    interval must clear: 0 + margin), not the 0 it starts from."""
-    from metacog.hypotheses.verdict import verdict_table
-
-    shown = verdict_table(verdicts).drop(columns=["direction"])
-    shown["line"] = [v.line + (v.margin if v.margin and v.direction == "greater" else 0.0) for v in verdicts]
-    shown.insert(0, "judged", [timing_of(v.claim, *tables) for v in verdicts])
-    return shown
 
 
 def paper1_comparison(pairwise_table: pd.DataFrame, structure_table: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -298,7 +251,7 @@ def display_comparison(comparison: pd.DataFrame) -> pd.DataFrame:
     t = comparison
     out = pd.DataFrame({"data": t["data"], "judgment made": t["timing"], "models": t["models"],
                         "items": t["items"], "model pairs (unordered)": t["pairs_unordered"],
-                        "(judge, target) pairs with τ (ordered, the book's)": t["pairs_ordered"]})
+                        "ordered pairs of different models with τ (both directions of each)": t["pairs_ordered"]})
     out = out.assign(**with_ci(t, "mean_tau", "mean τ-b (95% CI)", digits=3))
     for col, label in NULL_LABELS.items():
         out[label] = t[col]
@@ -319,7 +272,7 @@ def display_table(pairwise_table: pd.DataFrame) -> pd.DataFrame:
         out[label] = t.get(col)
     out[f"% pairs significant (FDR, {BASE_RATE} null)"] = t.get("pct_significant")
     out[f"% pairs significant (FDR, {DIFFICULTY} null)"] = t.get("pct_significant_within")
-    out["(judge, target) pairs without τ"] = t.get("pairs_undefined")
+    out["pairs of different models without τ"] = t.get("pairs_undefined")
     out = out.assign(**with_ci(t, "self_minus_other", "self − other τ-b (95% CI)", digits=3))
     out["permutation p"] = t.get("self_other_p")
     out["share of models self > other"] = t.get("share_self_above")

@@ -125,29 +125,104 @@ def decided(table: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
-def counts(table: pd.DataFrame) -> pd.DataFrame:
+#: The correction for the family of per-model tests within one panel, named on the page.
+CORRECTION = "Holm"
+
+
+def holm(p) -> np.ndarray:
+    """Holm's step-down adjusted p-values of one family of tests (NaN stays NaN and is not
+    counted): the k-th smallest of m p-values times (m − k + 1), made monotone, capped at 1.
+
+    >>> [round(float(x), 3) for x in holm([0.01, 0.04, 0.03])]
+    [0.03, 0.06, 0.06]
+    """
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    if not ok.size:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = order.size
+    adj = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
+    out[order] = adj
+    return out
+
+
+def _p_two_sided(diff, lo, hi, ci: float = 0.95) -> np.ndarray:
+    """The two-sided normal p-value of each difference, its standard error read off its ``ci``
+    interval (DeLong's intervals are normal: half-width over z)."""
+    from scipy.stats import norm
+
+    z = norm.ppf(0.5 + ci / 2)
+    se = (np.asarray(hi, dtype=float) - np.asarray(lo, dtype=float)) / (2 * z)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 2 * norm.sf(np.abs(np.asarray(diff, dtype=float) / se))
+
+
+def corrected(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`decided` with, per panel, each sufficient model's two-sided p-value of internal −
+    population (``p_decided``, on the comparison it is decided on) and its Holm-adjusted p-value
+    over the panel's sufficient models (``p_holm``; missing for a model without enough right and
+    wrong answers)."""
+    t = decided(table)
+    t["p_decided"] = _p_two_sided(t["diff"], t["ci_low"], t["ci_high"])
+    t["p_holm"] = np.nan
+    for _, g in t.groupby("panel", sort=False):
+        ok = g.index[g["sufficient"].astype(bool)]
+        t.loc[ok, "p_holm"] = holm(t.loc[ok, "p_decided"].to_numpy())
+    return t
+
+
+def mean_difference(diffs, *, n_boot: int = 2000, seed: int = 0, ci: float = 0.95) -> tuple[float, float, float]:
+    """The mean over models of internal − population AUROC with a percentile bootstrap interval
+    over models (each model's difference already carries its items' sampling error, so resampling
+    models covers both): (estimate, ci_low, ci_high); NaN with fewer than two models."""
+    d = np.asarray(diffs, dtype=float)
+    d = d[np.isfinite(d)]
+    if d.size < 2:
+        return float(d.mean()) if d.size else np.nan, np.nan, np.nan
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, d.size, size=(int(n_boot), d.size))].mean(axis=1)
+    lo, hi = np.quantile(means, [(1 - ci) / 2, 1 - (1 - ci) / 2])
+    return float(d.mean()), float(lo), float(hi)
+
+
+def counts(table: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
     """Per panel: models, models with enough right and wrong answers (``sufficient``), and among
-    those how many have internal clearly above population (interval above 0), clearly below
-    (interval below 0) or an interval that covers 0, on the comparison each panel is decided on
-    (:func:`decided`; ``compared_with`` names it)."""
+    those how many have internal clearly above the population after Holm's correction over the
+    panel's sufficient models (``internal_above``: adjusted p below ``alpha`` and the difference
+    positive), clearly below (``internal_below``), or neither (``covers_zero``); the uncorrected
+    counts (interval above or below 0) as ``internal_above_uncorrected`` /
+    ``internal_below_uncorrected``; and the panel's mean difference over its sufficient models
+    with its bootstrap interval over models (``mean_diff``, ``mean_diff_ci_low``,
+    ``mean_diff_ci_high``), on the comparison each panel is decided on (:func:`decided`;
+    ``compared_with`` names it)."""
     rows = []
-    for panel, g in decided(table).groupby("panel", sort=False):
+    for panel, g in corrected(table).groupby("panel", sort=False):
         ok = g[g["sufficient"].astype(bool)]
+        sig = ok["p_holm"] < alpha
+        md = mean_difference(ok["diff"])
         rows.append({"panel": panel, "timing": g["timing"].iloc[0], "compared_with": g["compared_with"].iloc[0],
                      "models": len(g), "sufficient": len(ok),
-                     "internal_above": int((ok["ci_low"] > 0).sum()),
-                     "internal_below": int((ok["ci_high"] < 0).sum()),
-                     "covers_zero": int(((ok["ci_low"] <= 0) & (ok["ci_high"] >= 0)).sum()),
-                     "median_diff": float(ok["diff"].median()) if len(ok) else np.nan})
+                     "internal_above": int((sig & (ok["diff"] > 0)).sum()),
+                     "internal_below": int((sig & (ok["diff"] < 0)).sum()),
+                     "covers_zero": int((~sig).sum()),
+                     "internal_above_uncorrected": int((ok["ci_low"] > 0).sum()),
+                     "internal_below_uncorrected": int((ok["ci_high"] < 0).sum()),
+                     "median_diff": float(ok["diff"].median()) if len(ok) else np.nan,
+                     "mean_diff": md[0], "mean_diff_ci_low": md[1], "mean_diff_ci_high": md[2]})
     return pd.DataFrame(rows, columns=["panel", "timing", "compared_with", "models", "sufficient",
-                                       "internal_above", "internal_below", "covers_zero", "median_diff"])
+                                       "internal_above", "internal_below", "covers_zero",
+                                       "internal_above_uncorrected", "internal_below_uncorrected",
+                                       "median_diff", "mean_diff", "mean_diff_ci_low", "mean_diff_ci_high"])
 
 
 def count_sentence(table: pd.DataFrame) -> str:
     """One sentence per panel, computed from :func:`counts`: of the models with enough right and
     wrong answers, how many have internal AUROC clearly above the population's, clearly below, or
-    an interval covering 0."""
-    from metacog.tidy.report import fmt_count, fmt_num
+    neither, after Holm's correction over the panel's models (with the uncorrected counts beside
+    them), and the panel's mean difference with its interval."""
+    from metacog.tidy.report import fmt_ci, fmt_count
 
     if table is None or len(table) == 0:
         return "No panel has a model to compare."
@@ -159,10 +234,12 @@ def count_sentence(table: pd.DataFrame) -> str:
             continue
         left = r["models"] - n
         out.append(
-            f"In {r['panel']} ({r['timing']}; population: {r['compared_with']}), internal AUROC is clearly "
-            f"above the population's (95% interval above zero) for {r['internal_above']} of the {fmt_count(n, 'model')} with enough "
-            f"right and wrong answers, clearly below it for {r['internal_below']}, and not distinguishable "
-            f"from it for {r['covers_zero']}; the median difference is {fmt_num(r['median_diff'], 3)}"
+            f"In {r['panel']} ({r['timing']}; population: {r['compared_with']}), after {CORRECTION}'s correction "
+            f"over its {fmt_count(n, 'model')} with enough right and wrong answers, internal AUROC is clearly "
+            f"above the population's for {r['internal_above']}, clearly below it for {r['internal_below']}, and "
+            f"not distinguishable from it for {r['covers_zero']} (uncorrected 95% intervals: "
+            f"{r['internal_above_uncorrected']} above and {r['internal_below_uncorrected']} below); the mean "
+            f"difference over those models is {fmt_ci(r['mean_diff'], r['mean_diff_ci_low'], r['mean_diff_ci_high'], digits=3)}"
             + (f" ({fmt_count(left, 'model')} with fewer than ten of a kind left out)." if left else "."))
     return " ".join(out)
 
@@ -172,48 +249,47 @@ CLAIM = ("a model's own confidence predicts its correctness better than the othe
          "confidence (internal against population AUROC)")
 
 #: The rule of :func:`verdicts`, for a page.
-RULE = ("among the models with enough right and wrong answers whose paired 95% interval excludes 0, "
-        "the share with internal AUROC clearly above the population's, with its exact (Clopper-Pearson) "
-        "95% interval: supported when the interval lies above one half (more models clearly above than "
-        "clearly below), not supported when it lies below one half, insufficient evidence when it "
-        "straddles one half, when no model differs clearly, or when the panel has too few models; "
-        "for a yes/no judge the other models' mean confidence is first binarised at the model's own "
-        "yes-rate, since a two-level judgment ranked against a many-level mean is tilted towards the mean")
+RULE = ("the panel's mean over models of internal − population AUROC (models with enough right and "
+        "wrong answers), with a 95% percentile bootstrap interval over models: supported when the whole "
+        "interval lies above 0, not supported when it lies wholly below 0, insufficient evidence (cannot "
+        "tell) when it straddles 0 or the panel has too few models; no smallest effect of interest is set "
+        "for an AUROC difference, so no interval reads negligible. The per-model tests are reported with "
+        f"{CORRECTION}'s correction over each panel's models and do not decide the claim (a count of "
+        "uncorrected per-model tests is not a panel estimate). For a yes/no judge the other models' mean "
+        "confidence is first binarised at the model's own yes-rate, since a two-level judgment ranked "
+        "against a many-level mean is tilted towards the mean")
+
+#: The statistic of :func:`verdicts`.
+STATISTIC = "mean internal − population AUROC over models"
 
 
 def verdicts(table: pd.DataFrame) -> list:
     """Per panel, paper 1's per-model test as a decided claim (:data:`RULE`), from :func:`counts`:
-    of the sufficient models whose interval excludes 0, the share clearly above the population,
-    judged against one half. Per-model intervals are not corrected for the number of models, but
-    chance exclusions fall on both sides alike, so the share is fair. A yes/no judge is decided on
-    the binarised population (:func:`decided`). A panel of judgments about other people is not
-    decided (:func:`is_third_person`). After answering the claim says so
-    (:func:`metacog.hypotheses.pairwise.self_other_claim`'s rule)."""
+    the mean over the sufficient models of internal − population AUROC, with its bootstrap
+    interval over models, judged against 0; the reason gives the per-model counts after Holm's
+    correction. A yes/no judge is decided on the binarised population (:func:`decided`). A panel
+    of judgments about other people is not decided (:func:`is_third_person`). After answering the
+    claim says so (:func:`metacog.hypotheses.pairwise.self_other_claim`'s rule)."""
     from metacog.hypotheses.pairwise.prose import AFTER, MIN_MODELS
     from dataclasses import replace
 
     from metacog.hypotheses.verdict import decide
-    from metacog.stats.intervals import proportion_ci
     from metacog.tidy.report import fmt_count
 
     out = []
     for r in counts(table).to_dict("records") if len(table) else []:
         if is_third_person(str(r["timing"])):
             continue
-        above, below = int(r["internal_above"]), int(r["internal_below"])
-        k = above + below
-        est, (lo, hi) = (above / k, proportion_ci(above, k, method="exact")) if k else (np.nan, (np.nan, np.nan))
         when = "after answering, " if r["timing"] == AFTER else ""
-        v = decide(f"{r['panel']}: {when}{CLAIM}",
-                   "share of clearly differing models with internal above population AUROC", est, lo, hi,
-                   line=0.5, direction="greater", digits=2, n={"models": int(r["sufficient"])},
-                   min_counts={"models": MIN_MODELS})
-        split = (f"against {r['compared_with']}, internal AUROC is clearly above the population's for "
-                 f"{above} and clearly below for {below} of the {fmt_count(int(r['sufficient']), 'model')} "
-                 f"with enough right and wrong answers")
-        if k == 0 and v.basis == "missing":
-            v = replace(v, reason="no model differs clearly from the population, so there is no share to "
-                                  "judge against one half")
+        v = decide(f"{r['panel']}: {when}{CLAIM}", STATISTIC, r["mean_diff"], r["mean_diff_ci_low"],
+                   r["mean_diff_ci_high"], line=0.0, direction="greater", digits=3,
+                   n={"models": int(r["sufficient"])}, min_counts={"models": MIN_MODELS},
+                   line_why="0: any advantage of a model's own confidence over the population's; paper 1 "
+                            "gives no smallest AUROC difference of interest")
+        split = (f"against {r['compared_with']}, after {CORRECTION}'s correction over the "
+                 f"{fmt_count(int(r['sufficient']), 'model')} with enough right and wrong answers, internal AUROC "
+                 f"is clearly above the population's for {r['internal_above']} and clearly below for "
+                 f"{r['internal_below']}")
         out.append(replace(v, reason=f"{split}; {v.reason}"))
     return out
 

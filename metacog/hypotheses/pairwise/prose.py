@@ -79,19 +79,19 @@ def verdict_paragraph(verdicts: list, third_person: list | None = None, *tables:
     ``internal``, paper 1's per-model internal against population test; then one sentence for the
     third-person test. Counts are made within one timing only and every panel is named."""
     from metacog.hypotheses.verdict import SELF_OTHER_MARGIN as MARGIN
-    from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+    from metacog.hypotheses.verdict import INSUFFICIENT, NEGLIGIBLE, NOT_SUPPORTED, SUPPORTED
 
     m = f"{MARGIN if margin is None else margin:g}"
     tau_words = {SUPPORTED: f"self-pairs beat other-pairs by more than {m} τ-b, the smallest effect of "
-                            f"interest, in",
-                 NOT_SUPPORTED: f"self-pairs do not beat other-pairs by {m} τ-b in",
+                            f"interest (above the line), in",
+                 NEGLIGIBLE: f"any difference between self-pairs and other-pairs is negligible (the interval "
+                             f"lies inside ±{m} τ-b, within the line) in",
+                 NOT_SUPPORTED: "self-pairs do worse than other-pairs in",
                  INSUFFICIENT: "whether self-pairs beat other-pairs cannot be told in"}
     after_words = {**tau_words, SUPPORTED: f"a self-advantage after answering exceeds {m} τ-b in"}
-    auc_words = {SUPPORTED: "more models have internal AUROC clearly above the population's than clearly "
-                            "below it in",
-                 NOT_SUPPORTED: "more models have internal AUROC clearly below the population's than "
-                                "clearly above it in",
-                 INSUFFICIENT: "the internal against population counts cannot tell in"}
+    auc_words = {SUPPORTED: "the mean internal − population AUROC over models lies above 0 in",
+                 NOT_SUPPORTED: "the mean internal − population AUROC over models lies below 0 in",
+                 INSUFFICIENT: "the mean internal − population AUROC over models cannot tell in"}
     sentences = []
     groups = _by_timing(list(verdicts) + list(internal or []), tables)
     internal_ids = {id(v) for v in internal or []}

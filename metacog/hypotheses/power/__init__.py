@@ -230,12 +230,15 @@ def verdicts(power_table: pd.DataFrame, *, margin: float = MARGIN) -> list:
     interest (in τ-b units) used in both directions
     (:func:`metacog.hypotheses.verdict.decide_meaningful`): *supported* needs the whole interval
     above ``margin``; an interval above 0 that reaches below ``margin`` is "insufficient evidence"
-    (basis ``sesoi``: above 0 but not shown to exceed the margin), one wholly between 0 and
-    ``margin`` "not supported". ``detectable`` = the excess the design detects with the target
-    power: a null whose design cannot detect ``margin`` reads "insufficient evidence".
+    (basis ``sesoi``: above 0 but not shown to exceed the margin), one wholly inside
+    (−``margin``, ``margin``) "negligible" (never "not supported"). ``detectable`` = the excess the
+    design detects with the target power: a null whose design cannot detect ``margin`` reads
+    "insufficient evidence". Each verdict carries why its line is where it is (``line_why``:
+    :data:`metacog.hypotheses.verdict.SELF_OTHER_MARGIN_WHY` for the default margin).
     """
-    from metacog.hypotheses.verdict import decide_meaningful
+    from metacog.hypotheses.verdict import SELF_OTHER_MARGIN_WHY, decide_meaningful
 
+    why = SELF_OTHER_MARGIN_WHY if margin == MARGIN else f"{margin:g} τ-b, the margin given here"
     out = []
     for r in power_table.to_dict("records"):
         det = r.get("detectable_excess", np.nan)
@@ -245,7 +248,7 @@ def verdicts(power_table: pd.DataFrame, *, margin: float = MARGIN) -> list:
             margin=margin, line=0.0, direction="greater",
             n={"models": int(r["models"]), "items": int(r["items"])},
             min_counts={"models": MIN_MODELS, "items": MIN_ITEMS},
-            detectable=_sig(det) if np.isfinite(det) and det > 0 else None))
+            detectable=_sig(det) if np.isfinite(det) and det > 0 else None, line_why=why))
     return out
 
 

@@ -178,7 +178,7 @@ def verdict_paragraph(verdicts: list, power_table: pd.DataFrame, *, margin: floa
     the upper end of each panel's interval: "rules out" only where the verdict is "not supported"
     (a powered exclusion), a bound elsewhere."""
     from metacog.hypotheses.by_design import by_design, design_head
-    from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED
+    from metacog.hypotheses.verdict import INSUFFICIENT, NEGLIGIBLE, NOT_SUPPORTED, SUPPORTED
 
     if not verdicts:
         return "No panel could be analysed."
@@ -190,6 +190,7 @@ def verdict_paragraph(verdicts: list, power_table: pd.DataFrame, *, margin: floa
         sup = [p for p, v in zip(name, vs) if v.status == SUPPORTED]
         above = [p for p, v in zip(name, vs) if v.status == INSUFFICIENT and v.basis == "sesoi"]
         nos = [p for p, v in zip(name, vs) if v.status == NOT_SUPPORTED]
+        neg = [p for p, v in zip(name, vs) if v.status == NEGLIGIBLE]
         weak = [p for p, v in zip(name, vs) if v.status == INSUFFICIENT and v.basis != "sesoi"
                 and v.detectable is not None and v.detectable > margin]
         other = [p for p, v in zip(name, vs) if v.status == INSUFFICIENT and p not in weak and p not in above]
@@ -198,7 +199,11 @@ def verdict_paragraph(verdicts: list, power_table: pd.DataFrame, *, margin: floa
         if above:
             s += (f"; an excess above 0 but not shown to exceed {m} in {which(above, n, 'panel')}, "
                   f"which is therefore not called supported")
-        s += f"; an excess of {m} τ-b or more is ruled out in {which(nos, n, 'panel')}."
+        s += (f"; the excess is negligible (its interval lies inside ±{m} τ-b, within the line) in "
+              f"{which(neg, n, 'panel')}")
+        if nos:
+            s += f"; an excess of {m} τ-b or more is ruled out, the interval reaching below −{m}, in {which(nos, n, 'panel')}"
+        s += "."
         parts.append(s)
         if weak:
             parts.append(f"The evidence is insufficient in {which(weak, n, 'panel')} of this design because "
@@ -208,14 +213,15 @@ def verdict_paragraph(verdicts: list, power_table: pd.DataFrame, *, margin: floa
                          f"panel too small to decide.")
     status = {v.claim.split(":")[0]: v.status for v in verdicts}
     bounds = [r for r in power_table.to_dict("records") if _f(r.get("ruled_out_kappa"))]
-    ruled = [_kappa_bound(r) for r in bounds if status.get(r["panel"]) == NOT_SUPPORTED]
-    only = [_kappa_bound(r) for r in bounds if status.get(r["panel"]) != NOT_SUPPORTED]
+    powered = (NOT_SUPPORTED, NEGLIGIBLE)
+    ruled = [_kappa_bound(r) for r in bounds if status.get(r["panel"]) in powered]
+    only = [_kappa_bound(r) for r in bounds if status.get(r["panel"]) not in powered]
     if ruled:
-        parts.append("In the simulator's units, where the verdict is not supported the interval rules out "
+        parts.append("In the simulator's units, where the verdict is negligible or not supported the interval rules out "
                      "a larger signal: " + "; ".join(f"{p} rules out κ above {k}" for p, k in ruled) + ".")
     if only:
         head = ("Elsewhere the upper end of T's interval" if ruled else
-                "No verdict here is \"not supported\", so in each panel the upper end of T's interval")
+                "No verdict here is \"negligible\" or \"not supported\", so in each panel the upper end of T's interval")
         parts.append(head + " is a bound, not an exclusion the design was "
                      "powered for; in the simulator's units it corresponds to "
                      + "; ".join(f"κ = {k} in {p}" for p, k in only) + ".")

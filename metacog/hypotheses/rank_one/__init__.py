@@ -19,22 +19,19 @@ from metacog.hypotheses.by_design import (by_design, design_head, design_of, des
                                           design_sentence, group_sentence, verdict_frame)
 from metacog.hypotheses.common import ChapterResult, chapter_result
 from metacog.hypotheses.by_design import verdict_frame_text as display_verdicts  # noqa: F401
-from metacog.stats.structure import DOMINANCE_RATIO, classify, rank_one
+from metacog.stats.structure import DOMINANCE_RATIO, classify, rank_one  # noqa: F401 (DOMINANCE_RATIO re-exported)
 from metacog.tidy.phrasing import plural
 from metacog.hypotheses.rank_one.display import (ROTATION, adequacy_counts, display_alignment,  # noqa: F401
                                                   display_table, ordered_correlations, paper1_blocks,
                                                   paper1_sentence, random_raters, second_factor)
 from metacog.hypotheses.rank_one import protocols
+from metacog.hypotheses.rank_one.lines import (DOMINANCE_RATIO_WHY, MIN_ITEMS, MIN_MODELS,  # noqa: F401
+                                               MIN_REMOVED_SHARE, NEGLIGIBLE_R, NEGLIGIBLE_R_WHY, SHARE_LINE,
+                                               SHARE_LINE_WHY, removed_items)
+from metacog.hypotheses.rank_one.decide import (DOMINANCE_CLAIM, LINK_CLAIM, RATIO_CLAIM,  # noqa: F401
+                                                verdict_paragraph, verdicts)
 from metacog.hypotheses.rank_one.protocols import (SENSITIVITY_TEMPERATURE, mixed_protocols, temper,  # noqa: F401
                                                    sensitivity_sentence)
-
-
-#: Fewer raters than this make a rank-one question meaningless: with two or three columns
-#: every correlation matrix has one or two eigenvalues and "one factor" is nearly automatic.
-MIN_MODELS = 5
-
-#: Fewer items than this give tetrachoric correlations too noisy to factor.
-MIN_ITEMS = 30
 
 
 def _eigen_stats(X: np.ndarray) -> tuple[float, float, float]:
@@ -237,11 +234,6 @@ def mean_tau_table(panelset, *, n_boot: int = 1000, unanimous_rule: str = "eithe
                           seed=seed)
 
 
-#: The confidence-performance link "vanishes" when the item positions on the two axes
-#: correlate below this on contested items (a negligible correlation).
-NEGLIGIBLE_R = 0.1
-
-
 def alignment(confidence: pd.DataFrame, correct: pd.DataFrame, *, unanimous_rule: str = "either") -> pd.DataFrame:
     """Does the confidence axis line up with the performance axis, on all and contested items?
 
@@ -276,44 +268,6 @@ def alignment_table(panelset, *, unanimous_rule: str = "either") -> pd.DataFrame
     from metacog.hypotheses.common import per_panel
 
     return with_design(per_panel(panelset, alignment, unanimous_rule=unanimous_rule), panelset)
-
-
-DOMINANCE_CLAIM = "confidence is dominated by one factor"
-
-
-def verdicts(structure_table: pd.DataFrame, alignment_table: pd.DataFrame | None = None) -> list:
-    """The chapter's claims, decided per panel (:func:`metacog.hypotheses.verdict.decide`), in
-    the order of the panels' designs: prospective first, then counterfactual, after answering,
-    and the rest (:data:`metacog.data.designs.TIMINGS`); :func:`by_design` groups them.
-
-    1. Confidence is dominated by one factor: eig1/eig2 at least :data:`DOMINANCE_RATIO`, judged
-       on its bootstrap interval, with at least :data:`MIN_MODELS` models and :data:`MIN_ITEMS` items.
-    2. (With ``alignment_table``) paper 1's "the confidence-performance link vanishes without
-       unanimous items": the contested-item correlation of the two axes lies below
-       :data:`NEGLIGIBLE_R`.
-    """
-    from metacog.hypotheses.verdict import decide
-
-    out = []
-    rows = structure_table[(structure_table["matrix"] == "confidence")
-                           & (structure_table["subset"] == "all items")]
-    for r in design_order(rows).to_dict("records"):
-        out.append(decide(
-            f"{r['panel']}: {DOMINANCE_CLAIM}",
-            "eig1/eig2", r.get("eig_ratio", np.nan), r.get("eig_ratio_ci_low", np.nan),
-            r.get("eig_ratio_ci_high", np.nan), line=DOMINANCE_RATIO, direction="greater",
-            n={"models": int(r["models"]), "items": int(r["items"])},
-            min_counts={"models": MIN_MODELS, "items": MIN_ITEMS}, digits=2))
-    if alignment_table is not None and len(alignment_table):
-        contested_rows = alignment_table[alignment_table["subset"] == "contested"]
-        for r in design_order(contested_rows).to_dict("records"):
-            out.append(decide(
-                f"{r['panel']}: without unanimous items the confidence axis no longer follows "
-                f"the performance axis", "correlation of item positions",
-                r["r_items"], r["r_items_ci_low"], r["r_items_ci_high"], line=NEGLIGIBLE_R,
-                direction="less", n={"models": int(r["models"]), "items": int(r["items"])},
-                min_counts={"models": MIN_MODELS, "items": MIN_ITEMS}, digits=2))
-    return out
 
 
 def confidence_row(panel, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
@@ -352,30 +306,6 @@ def what_if_cut(panelset, cut: float, *, n_boot: int = 1000, seed: int = 0) -> R
     text = (f"At a fixed cut of {cut:g}, {n_const} of the {len(p.cut_report)} models of {p.name} "
             f"give the same judgment on every item.")
     return Recut(confidence_row(p, n_boot=n_boot, seed=seed), text, float(cut))
-
-
-def verdict_paragraph(verdicts: list, *tables: pd.DataFrame) -> str:
-    """One paragraph summing up the verdicts, one sentence per design (prospective first), each
-    counting panels within its design only: never a count across designs. ``tables`` carry the
-    design of each panel (:func:`table`, :func:`alignment_table`)."""
-
-    parts = []
-    for design, vs in by_design(verdicts, *tables).items():
-        dom = [v for v in vs if v.claim.endswith(DOMINANCE_CLAIM)]
-        link = [v for v in vs if not v.claim.endswith(DOMINANCE_CLAIM)]
-        said = []
-        if dom:
-            said.append(group_sentence(dom, "confidence is dominated by one factor in",
-                                       "confidence is not dominated by one factor in",
-                                       "whether confidence is dominated by one factor cannot be told in"))
-        if link:
-            said.append(group_sentence(
-                link, "paper 1's finding that the confidence axis stops following the performance axis "
-                      "once unanimous items are removed holds in",
-                "the two axes still align once unanimous items are removed (a non-replication) in",
-                "whether the two axes still align once unanimous items are removed cannot be told in"))
-        parts.append(f"{design_head(design)}: {'; '.join(said)}.")
-    return " ".join(parts) if parts else "No panel could be analysed."
 
 
 def temperature_sensitivity(panelset, decided: list, *, n_iter: int = 20, reference: str = "resampled",

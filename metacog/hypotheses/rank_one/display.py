@@ -33,9 +33,47 @@ def display_table(structure_table: pd.DataFrame) -> pd.DataFrame:
     out = out.assign(**with_ci(t, "eig_share", "first-factor share (95% CI)", digits=2))
     out = out.assign(**with_ci(t, "eig_ratio", "eig1/eig2 (95% CI)", digits=2))
     out["factors kept by parallel analysis"] = t.get("pa_factors")
-    out["shape"] = t.get("shape")
+    out["shape, against the stated lines"] = shape_labels(t)
     out["not analysed because"] = t["note"].fillna("")
     return out
+
+
+def _side(lo, hi, line: float, what: str) -> str:
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return f"{what}: no interval"
+    if lo > line:
+        return f"{what} ≥ {line:g}"
+    if hi < line:
+        return f"{what} < {line:g}"
+    return f"{what} vs {line:g}: cannot tell"
+
+
+def shape_labels(structure_table: pd.DataFrame) -> list:
+    """Each row's shape in the words of the chapter's stated lines, read off the 95% intervals
+    (never parallel analysis alone): the first-factor share against
+    :data:`metacog.hypotheses.rank_one.SHARE_LINE` and eig1/eig2 against
+    :data:`metacog.stats.structure.DOMINANCE_RATIO` — 'share ≥ 0.3; eig1/eig2 < 4'."""
+    from metacog.hypotheses.rank_one.lines import SHARE_LINE
+    from metacog.stats.structure import DOMINANCE_RATIO
+
+    t = structure_table
+    out = []
+    for r in t.to_dict("records"):
+        g = lambda k: float(r.get(k, np.nan)) if r.get(k) is not None else np.nan  # noqa: E731
+        out.append(f"{_side(g('eig_share_ci_low'), g('eig_share_ci_high'), SHARE_LINE, 'share')}; "
+                   f"{_side(g('eig_ratio_ci_low'), g('eig_ratio_ci_high'), DOMINANCE_RATIO, 'eig1/eig2')}")
+    return out
+
+
+def display_removed(alignment_table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`metacog.hypotheses.rank_one.removed_items` for a page."""
+    from metacog.hypotheses.rank_one.lines import MIN_REMOVED_SHARE, removed_items
+
+    k = removed_items(alignment_table)
+    return pd.DataFrame({"panel": k["panel"], "items": k["items"], "unanimous items removed": k["removed"],
+                         "share removed": k["removed_share"], "items left (contested)": k["contested"],
+                         f"informative (≥ {MIN_REMOVED_SHARE:.0%} removed)":
+                             np.where(k["informative"], "yes", "no: not informative")})
 
 
 def display_alignment(alignment_table: pd.DataFrame) -> pd.DataFrame:
