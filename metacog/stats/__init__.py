@@ -13,7 +13,7 @@ from .calibration import (BrierResult, ECEResult, aurc, auroc, brier, ece, exces
 from .factor import FactorResult, factor_analysis, oblimin, one_factor_share, varimax
 from .metad import MetaDResult, confidence_to_ratings, metad, metad_trials, trials_to_counts
 from .parallel import ParallelResult, parallel_analysis
-from .pairwise import (PairwiseResult, base_rate_null, bh_fdr, pairwise_calibration, tau_matrix,
+from .pairwise import (PairwiseResult, base_rate_null, bh_fdr, holm, pairwise_calibration, tau_matrix,
                        unanimous_items, unordered_pairs)
 from .population import delong_paired, internal_population
 from .policy import flag_counts, h_proxy, policy_gains, policy_table
@@ -23,7 +23,7 @@ from .tetrachoric import TetrachoricResult, cor_smooth, tetrachoric, thresholds
 __all__ = [
     "AxisResult", "BrierResult", "ECEResult", "FactorResult", "MetaDResult", "PairwiseResult",
     "ParallelResult", "SelfOtherTest", "TetrachoricResult", "aurc", "auroc", "axis_alignment", "axis_positions",
-    "base_rate_null", "bh_fdr", "bootstrap_ci", "brier", "bvn_cdf", "confidence_to_ratings", "cor_smooth", "delong_paired", "ece",
+    "base_rate_null", "bh_fdr", "bootstrap_ci", "holm", "brier", "bvn_cdf", "confidence_to_ratings", "cor_smooth", "delong_paired", "ece",
     "excess_aurc", "factor_analysis", "flag_counts", "h_proxy", "internal_population", "item_scores", "metad",
     "metad_trials", "oblimin", "one_factor_share", "pairwise_calibration", "parallel_analysis", "policy_gains",
     "policy_table", "risk_coverage", "self_other_test", "smooth_ece", "tau_matrix", "tetrachoric", "thresholds",

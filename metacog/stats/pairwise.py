@@ -81,6 +81,25 @@ def bh_fdr(p) -> np.ndarray:
     return q
 
 
+def holm(p) -> np.ndarray:
+    """Holm's step-down adjusted p-values of one family of tests (NaN stays NaN and is not
+    counted): the k-th smallest of m p-values times (m − k + 1), made monotone, capped at 1.
+
+    >>> [round(float(x), 3) for x in holm([0.01, 0.04, 0.03])]
+    [0.03, 0.06, 0.06]
+    """
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    if not ok.size:
+        return out
+    order = ok[np.argsort(p[ok], kind="stable")]
+    m = order.size
+    adj = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
+    out[order] = adj
+    return out
+
+
 def unanimous_items(confidence, correct, how: str = "either") -> pd.Series:
     """Boolean Series over items: True where the models are unanimous.
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from metacog import stats
+from metacog.stats.pairwise import holm  # the per-model family's correction (CORRECTION)
 
 #: Paper 1's internal and population AUROC {benchmark: {model: (internal, population)}}, typed
 #: from the paper (no intervals given).
@@ -127,25 +128,6 @@ def decided(table: pd.DataFrame) -> pd.DataFrame:
 
 #: The correction for the family of per-model tests within one panel, named on the page.
 CORRECTION = "Holm"
-
-
-def holm(p) -> np.ndarray:
-    """Holm's step-down adjusted p-values of one family of tests (NaN stays NaN and is not
-    counted): the k-th smallest of m p-values times (m − k + 1), made monotone, capped at 1.
-
-    >>> [round(float(x), 3) for x in holm([0.01, 0.04, 0.03])]
-    [0.03, 0.06, 0.06]
-    """
-    p = np.asarray(p, dtype=float)
-    out = np.full(p.shape, np.nan)
-    ok = np.flatnonzero(~np.isnan(p))
-    if not ok.size:
-        return out
-    order = ok[np.argsort(p[ok], kind="stable")]
-    m = order.size
-    adj = np.minimum(1.0, np.maximum.accumulate(p[order] * (m - np.arange(m))))
-    out[order] = adj
-    return out
 
 
 def _p_two_sided(diff, lo, hi, ci: float = 0.95) -> np.ndarray:

@@ -116,17 +116,11 @@ def holm(p_values, *, alpha: float = 0.05) -> pd.DataFrame:
     with p_value, p_holm (the adjusted p-value, monotone in the sorted p-values and at most 1)
     and reject (p_holm < ``alpha``: the family-wise error rate is at most ``alpha``). NaN
     p-values are not members of the family: their p_holm is NaN and they are not rejected."""
+    from metacog.stats import holm as adjusted
+
     p = np.asarray(p_values, dtype=float).ravel()
     ok = ~np.isnan(p)
-    adj = np.full(p.shape, np.nan)
-    m = int(ok.sum())
-    if m:
-        q = p[ok]
-        order = np.argsort(q, kind="stable")
-        stepped = np.maximum.accumulate((m - np.arange(m)) * q[order])
-        back = np.empty(m)
-        back[order] = np.minimum(stepped, 1.0)
-        adj[ok] = back
+    adj = adjusted(p)
     return pd.DataFrame({"p_value": p, "p_holm": adj, "reject": ok & (adj < alpha)})
 
 
