@@ -55,8 +55,8 @@ def test_one_summary_row_per_claim_and_one_column_per_design():
     by = s.set_index("claim")
     assert by.loc["p1-rank-one", "prospective"] == "supported (2.500, 95% CI 2.000 to 3.000)"
     assert by.loc["p1-rank-one", "after answering"] == "—"
-    assert by.loc["p1-rank-one", "against the paper"] == "agrees with the paper on every panel that decides it"
-    assert by.loc["p2-gain", "against the paper"] == "agrees with the paper on every panel that decides it"
+    assert by.loc["p1-rank-one", "against the paper"] == "agrees with the paper on every panel of its design that decides it"
+    assert by.loc["p2-gain", "against the paper"] == "agrees with the paper on every panel of its design that decides it"
     assert by.loc["p1-link", "against the paper"] == "not decided in the paper's design"
     assert by.loc["book-shortcut", "against the paper"] == findings.OWN
     # no claim of a chapter that was not gathered

@@ -199,9 +199,9 @@ def _standing(t: pd.DataFrame) -> str:
         return OWN
     marks = set(t.loc[t["agreement"].isin([AGREES, DISAGREES]), "agreement"])
     if marks == {AGREES}:
-        return "agrees with the paper on every panel that decides it"
+        return "agrees with the paper on every panel of its design that decides it"
     if marks == {DISAGREES}:
-        return "disagrees with the paper on every panel that decides it"
+        return "disagrees with the paper on every panel of its design that decides it"
     if marks:
         return "the panels that decide it differ"
     return "not decided in the paper's design"
