@@ -160,12 +160,15 @@ def _claims(table: pd.DataFrame, chapters=None) -> list[dict]:
 
 
 def claims_table(table: pd.DataFrame, chapters=None) -> pd.DataFrame:
-    """One row per claim: its id, paper, the claim as the paper makes it, as the chapter words
-    and tests it (each distinct wording), the paper's value, where in the paper, and the
-    paper's design."""
+    """One row per claim some panel tests: its id, paper, the claim as the paper makes it, as
+    the chapter words and tests it (each distinct wording), the paper's value, where in the
+    paper, and the paper's design. (A claim no panel tests is in :func:`summary_table` and
+    :func:`untestable`.)"""
     rows = []
     for c in _claims(table, chapters):
         words = list(dict.fromkeys(table.loc[table["claim_id"] == c["id"], "chapter_claim"]))
+        if not words:
+            continue
         rows.append({"claim": c["id"], "paper": c["paper"], "what is claimed": c["claim"],
                      "as the chapter tests it": "; ".join(words) or "—", "paper's value": c["value"],
                      "where in the paper": c["where"], "paper's design": c["paper_design"]})
