@@ -43,7 +43,7 @@ def test_one_summary_row_per_claim_and_one_column_per_design():
     s = findings.summary_table(t, chapters=gathered)
     ids = [c["id"] for c in findings.PAPER_CLAIMS if c["chapter"] in gathered] + ["book-shortcut"]
     assert list(s["claim"]) == ids  # every claim once, the papers' first, even those no row decides
-    designs = [c for c in s.columns if c not in ("claim", "what is claimed", "paper's design", "against the paper")]
+    designs = [c for c in s.columns if c not in ("claim", "what is claimed", "against the paper")]
     assert designs == ["prospective", "after answering"]  # paper 1's design first
     row = s.set_index("claim").loc["p1-individual"]
     assert row["prospective"].splitlines() == [
@@ -98,7 +98,7 @@ def test_the_sentence_counts_the_claims_decided_in_their_own_design():
     # decided only after answering: not in its own design
     after = findings.findings_table(_rows()[2:3])
     assert findings.decided_sentence(after, chapters=["pairwise"]) == (
-        "Of the 2 claims of both papers gathered here, 0 are decided in their own design (on at least one "
+        "Of the 2 claims of both papers gathered here, none is decided in its own design (on at least one "
         "panel of the paper's design, measurement and contrast).")
 
 

@@ -211,8 +211,8 @@ def _standing(t: pd.DataFrame) -> str:
 
 
 def summary_table(table: pd.DataFrame, chapters=None) -> pd.DataFrame:
-    """The page's summary: one row per claim (:func:`claims_table`'s ids and claims), the
-    designs the paper decides it on, one column per design of the gathered panels (paper 1's
+    """The page's summary: one row per claim (:func:`claims_table`'s ids and claims), one
+    column per design of the gathered panels (paper 1's
     designs first) whose cell is 'verdict (value, 95% CI)' on each panel of that design ('—'
     when there is none), and where the claim stands against the paper (:func:`_standing`)."""
     designs = sorted(dict.fromkeys(table["design"]), key=timing_rank)
@@ -220,9 +220,8 @@ def summary_table(table: pd.DataFrame, chapters=None) -> pd.DataFrame:
     for c in _claims(table, chapters):
         t = table[table["claim_id"] == c["id"]]
         rows.append({"claim": c["id"], "what is claimed": c["claim"],
-                     "paper's design": " or ".join(PAPER_DESIGNS.get(c["paper"], ("—",))),
                      **{d: _cell(t[t["design"] == d]) for d in designs}, "against the paper": _standing(t)})
-    return pd.DataFrame(rows, columns=["claim", "what is claimed", "paper's design", *designs, "against the paper"])
+    return pd.DataFrame(rows, columns=["claim", "what is claimed", *designs, "against the paper"])
 
 
 def decided_sentence(table: pd.DataFrame, chapters=None) -> str:
@@ -236,9 +235,9 @@ def decided_sentence(table: pd.DataFrame, chapters=None) -> str:
     out = set(untestable(table, chapters=chapters)["claim"])
     ids = [c["id"] for c in claims if c["claim"] not in out]
     n, k = len(claims), len(ids)
-    text = (f"Of the {n} claim{'s' if n != 1 else ''} of both papers gathered here, {k} "
-            f"{'is' if k == 1 else 'are'} decided in {'its' if k == 1 else 'their'} own design (on at least "
-            f"one panel of the paper's design, measurement and contrast)")
+    verb = f"{k} are decided in their" if k > 1 else f"{k or 'none'} is decided in its"
+    text = (f"Of the {n} claim{'s' if n != 1 else ''} of both papers gathered here, {verb} own design (on at "
+            f"least one panel of the paper's design, measurement and contrast)")
     if ids:
         text += f": {fmt_list(ids, max_names=k)}"
     if not ids:
@@ -253,13 +252,15 @@ def decided_sentence(table: pd.DataFrame, chapters=None) -> str:
 
 
 class Wide:
-    """A table shown within the page's width: it scrolls sideways when it is wider, and a line
-    break in a cell shows as one."""
+    """A table shown within the page's width: it scrolls sideways when it is wider, in a smaller
+    type, and a line break in a cell shows as one. ``min_width`` (CSS, e.g. '60rem') keeps its
+    columns from being squeezed to a few words a line."""
 
-    def __init__(self, table: pd.DataFrame):
+    def __init__(self, table: pd.DataFrame, min_width: str = ""):
         from metacog.tidy.report import pretty
 
         self.table = pretty(table)
+        self.min_width = min_width
 
     def _repr_html_(self) -> str:
         import html
@@ -267,9 +268,11 @@ class Wide:
         def cell(x):
             return html.escape(str(x)).replace("\n", "<br>")
 
+        style = f' style="min-width: {self.min_width};"' if self.min_width else ""
         inner = (self.table.style.format(cell).format_index(escape="html", axis=1).hide(axis="index")
-                 .set_table_attributes('class="dataframe"').to_html())
-        return f'<div class="table-wrapper" style="overflow-x: auto; max-width: 100%;">{inner}</div>'
+                 .set_table_attributes(f'class="dataframe"{style}').to_html())
+        return (f'<div class="table-wrapper" style="overflow-x: auto; max-width: 100%; font-size: 0.85em;">'
+                f'{inner}</div>')
 
     def __repr__(self) -> str:
         return self.table.to_string(index=False)
