@@ -80,6 +80,8 @@ def test_detailed_rows_name_the_claim_by_id_without_its_text():
     assert not shown.isin(list(t["claim"])).any().any()  # the claim's words are in the claims table only
     assert "how confidence was asked" not in shown and "how confidence was asked" in findings.display(
         t, elicitation=True)
+    counts = findings.agreement_counts(t)
+    assert set(counts["claim"]) == set(t["claim_id"][t["paper"] != "beyond both papers"]) | {"book-shortcut"}
     claims = findings.claims_table(t, chapters=["pairwise"]).set_index("claim")
     assert claims.loc["p1-individual", "as the chapter tests it"] == SELF
     assert claims.index.is_unique

@@ -318,7 +318,7 @@ def paper_designs_panels(found: Collected) -> pd.DataFrame:
 
 
 def agreement_counts(table: pd.DataFrame) -> pd.DataFrame:
-    """Per paper claim and design: how many panels agree with the paper, disagree, cannot tell,
+    """Per paper claim (by its id) and design: how many panels agree with the paper, disagree, cannot tell,
     are not comparable with it (a design other than the paper's, another measurement or another
     contrast: counted in their own column, never as agreement or disagreement), or ask the
     their own column, never as agreement or disagreement), or ask the book's own question.
@@ -331,7 +331,7 @@ def agreement_counts(table: pd.DataFrame) -> pd.DataFrame:
                                                            OTHER_MEASUREMENT: NOT_COMPARABLE,
                                                            OTHER_CONTRAST: NOT_COMPARABLE}))
     first = {c: i for i, c in enumerate(dict.fromkeys(table["claim_id"]))}
-    t = t.assign(_c=t["claim_id"].map(first))
+    t = t.assign(_c=t["claim_id"].map(first), claim=t["claim_id"])  # the claim by its id, as in the summary
     g = t.groupby(["_c", "paper", "claim", "_d", "design"], sort=True)["agreement"].value_counts().unstack(fill_value=0)
     g = g.reindex(columns=cols, fill_value=0).reset_index().drop(columns=["_c", "_d"])
     return g[[c for c in g.columns if c in ("paper", "claim", "design") or g[c].any()]].rename_axis(None, axis=1)
