@@ -120,8 +120,10 @@ def _finish(path: Path, title: str, page: str = "") -> None:
     nb = nbformat.read(path, as_version=4)
     tags = [c.metadata.get("tags", []) for c in nb.cells]
     if any("injected-parameters" in t for t in tags):
+        # a page whose own parameters cell is tagged remove-cell shows no parameters at all
+        hidden = any("parameters" in t and "remove-cell" in t for t in tags)
         for cell, t in zip(nb.cells, tags):
-            if "parameters" in t and "remove-cell" not in t:
+            if ("parameters" in t or (hidden and "injected-parameters" in t)) and "remove-cell" not in t:
                 cell.metadata["tags"] = t + ["remove-cell"]
     if title:
         for cell in nb.cells:

@@ -153,6 +153,25 @@ def test_a_failing_chapter_fails_the_build_and_says_which(tmp_path):
     assert injected and "n_items = 3" in injected[0].source
 
 
+def test_a_page_whose_parameters_cell_is_removed_shows_no_parameters(tmp_path):
+    """A parameters cell tagged remove-cell (the findings page's) keeps papermill's parameters
+    tag, and the cell papermill injects is removed with it; another page still shows its values."""
+    import nbformat
+
+    hidden = NOTEBOOK.replace(":tags: [parameters]", ":tags: [parameters, remove-cell]")
+    root = make_root(tmp_path, [{"page": "quiet", "source": "notebooks/quiet.md", "parameters": "s"},
+                                {"page": "plain", "source": "notebooks/plain.md", "parameters": "s"}],
+                     {"s": {"n_items": 3}}, {"plain": ("Plain", "assert n_items == 3")})
+    (root / "notebooks" / "quiet.md").write_text(hidden.format(title="Quiet", body="assert n_items == 3"))
+    book.build(root, html=False, out=tmp_path / "_build")
+    executed = tmp_path / "_build/src/notebooks"
+    for page, removed in (("quiet", True), ("plain", False)):
+        nb = nbformat.read(executed / f"{page}.ipynb", as_version=4)
+        injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+        assert len(injected) == 1 and "n_items = 3" in injected[0].source
+        assert ("remove-cell" in injected[0].metadata["tags"]) is removed
+
+
 def test_one_template_gives_pages_with_distinct_titles(tmp_path):
     chapters = [{"page": "p1", "source": "notebooks/t.md", "parameters": "s", "title": "First"},
                 {"page": "p2", "source": "notebooks/t.md", "parameters": "s", "title": "Second"}]

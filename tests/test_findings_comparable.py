@@ -51,8 +51,9 @@ def test_paper_2_rows_compare_on_its_design_but_not_on_another_contrast():
     assert t.loc["smollm2", "agreement"] == "different contrast: not comparable"
     # the row keeps the chapter's own wording of what it tested
     assert t.loc["smollm2", "chapter_claim"] == "self-critique damps the perturbation beyond its length"
-    shown = findings.display(t.reset_index())
-    assert "the chapter's claim" in shown.columns
+    claims = findings.claims_table(t.reset_index(), chapters=["miscalibration"]).set_index("claim")
+    assert claims.loc["p2-damping", "as the chapter tests it"] == \
+        "self-critique damps the perturbation beyond its length"
 
 
 def test_internal_population_rows_are_their_own_paper_1_claim():

@@ -72,16 +72,44 @@ def findings_table(found: list[Found]) -> pd.DataFrame:
                      "statistic": v.statistic, "estimate": v.estimate, "ci_low": v.ci_low,
                      "ci_high": v.ci_high, "book_value": value, "n": fmt_n(v.n) or "no count",
                      "status": v.status, "reason": v.reason,
+                     "verdict_value": f"{v.status} ({_short_value(v)})",
                      "agreement": _agreement(v.status, c, f.design.timing, f.answerers),
                      "_order": (order.get(c["id"], len(order)), timing_rank(f.design.timing))})
     cols = ["paper", "claim_id", "claim", "paper_value", "where_in_paper", "paper_design", "chapter",
             "panel", "chapter_claim", "design", "elicitation", "statistic", "estimate", "ci_low", "ci_high", "book_value",
-            "n", "status", "reason", "agreement"]
+            "n", "status", "reason", "verdict_value", "agreement"]
     if not rows:
         return pd.DataFrame(columns=cols)
-    t = _base_rate_notes(pd.DataFrame(rows))
+    t = _base_rate_notes(_number_own_claims(pd.DataFrame(rows)))
     t = t.iloc[sorted(range(len(t)), key=lambda i: t["_order"].iloc[i])]
     return t[cols].reset_index(drop=True)
+
+
+def _short_value(v) -> str:
+    """'0.093, 95% CI 0.009 to 0.186' for a summary cell; 'no estimate' or '0.093, no interval'."""
+    from metacog.tidy.report import fmt_num, fmt_range
+
+    if not np.isfinite(v.estimate):
+        return "no estimate"
+    if not (np.isfinite(v.ci_low) and np.isfinite(v.ci_high)):
+        return f"{fmt_num(v.estimate, v.digits)}, no interval"
+    return (f"{fmt_num(v.estimate, v.digits)}, {v.level * 100:g}% CI "
+            f"{fmt_range(v.ci_low, v.ci_high, digits=v.digits, sep=' to ')}")
+
+
+def _number_own_claims(t: pd.DataFrame) -> pd.DataFrame:
+    """The book's own questions get an id each ('book-shortcut', or 'book-shortcut-2' for a
+    chapter's second), in the order they first appear."""
+    own = t["paper"] == "beyond both papers"
+    if not own.any():
+        return t
+    t = t.copy()
+    for chapter, g in t[own].groupby("chapter", sort=False):
+        claims = list(dict.fromkeys(g["claim"]))
+        slug = f"book-{chapter.replace('_', '-')}"
+        ids = {c: slug if k == 0 else f"{slug}-{k + 1}" for k, c in enumerate(claims)}
+        t.loc[g.index, "claim_id"] = g["claim"].map(ids)
+    return t
 
 
 def _base_rate_notes(t: pd.DataFrame) -> pd.DataFrame:
@@ -110,16 +138,144 @@ def _base_rate_notes(t: pd.DataFrame) -> pd.DataFrame:
     return t
 
 
-def display(table: pd.DataFrame) -> pd.DataFrame:
-    """The findings table for a page: every cell in words (a missing interval reads so)."""
+def display(table: pd.DataFrame, *, elicitation: bool = False) -> pd.DataFrame:
+    """The findings rows for a page, every cell in words (a missing interval reads so), each
+    row named by its claim's id (:func:`claims_table` gives the claim in full, once); with
+    ``elicitation`` also how each panel's confidence was asked."""
     out = pd.DataFrame({
-        "paper": table["paper"], "claim": table["claim"], "paper's value": table["paper_value"],
-        "where in the paper": table["where_in_paper"], "panel": table["panel"],
-        "the chapter's claim": table["chapter_claim"], "design": table["design"],
-        "how confidence was asked": table["elicitation"], "statistic": table["statistic"],
-        "book's value (95% CI)": table["book_value"], "n": table["n"], "verdict": table["status"],
-        "why": table["reason"], "against the paper": table["agreement"]})
+        "claim": table["claim_id"], "panel": table["panel"], "design": table["design"],
+        **({"how confidence was asked": table["elicitation"]} if elicitation else {}),
+        "statistic": table["statistic"], "book's value (95% CI)": table["book_value"], "n": table["n"],
+        "verdict": table["status"], "why": table["reason"], "against the paper": table["agreement"]})
     return out.fillna("—").replace("", "—")
+
+
+def _claims(table: pd.DataFrame, chapters=None) -> list[dict]:
+    """The claims a page lists: the papers' (of the gathered ``chapters``, default all) in
+    :data:`PAPER_CLAIMS` order, then the book's own questions in the order of ``table``."""
+    out = [c for c in PAPER_CLAIMS if chapters is None or c["chapter"] in chapters]
+    own = table[table["paper"] == "beyond both papers"].drop_duplicates("claim_id")
+    return out + [dict(id=r.claim_id, paper=r.paper, chapter=r.chapter, claim=r.claim, value=r.paper_value,
+                       where=r.where_in_paper, paper_design=r.paper_design) for r in own.itertuples()]
+
+
+def claims_table(table: pd.DataFrame, chapters=None) -> pd.DataFrame:
+    """One row per claim some panel tests: its id, paper, the claim as the paper makes it, as
+    the chapter words and tests it (each distinct wording), the paper's value, where in the
+    paper, and the paper's design. (A claim no panel tests is in :func:`summary_table` and
+    :func:`untestable`.)"""
+    rows = []
+    for c in _claims(table, chapters):
+        words = list(dict.fromkeys(table.loc[table["claim_id"] == c["id"], "chapter_claim"]))
+        if not words:
+            continue
+        rows.append({"claim": c["id"], "paper": c["paper"], "what is claimed": c["claim"],
+                     "as the chapter tests it": "; ".join(words) or "—", "paper's value": c["value"],
+                     "where in the paper": c["where"], "paper's design": c["paper_design"]})
+    return pd.DataFrame(rows, columns=["claim", "paper", "what is claimed", "as the chapter tests it",
+                                       "paper's value", "where in the paper", "paper's design"])
+
+
+#: What a summary cell adds to a row that is not the paper's measurement or contrast.
+_NOT_SAME = {OTHER_MEASUREMENT: "different measurement", OTHER_CONTRAST: "different contrast"}
+
+
+def _cell(t: pd.DataFrame) -> str:
+    """One summary cell: 'verdict (value, 95% CI)' for one panel; for several, how many panels
+    reach each verdict, then each panel's, one a line."""
+    if not len(t):
+        return "—"
+    lines = [r.verdict_value + (f" ({_NOT_SAME[r.agreement]})" if r.agreement in _NOT_SAME else "")
+             for r in t.itertuples()]
+    if len(t) == 1:
+        return lines[0]
+    counts = t["status"].value_counts(sort=False)
+    tally = ", ".join(f"{s} on {n}" for s, n in counts.items())
+    return "\n".join([f"{tally} of {len(t)} panels:", *(f"{p}: {x}" for p, x in zip(t["panel"], lines))])
+
+
+def _standing(t: pd.DataFrame) -> str:
+    """Where a claim stands against its paper, from its rows on panels of the paper's design,
+    measurement and contrast that decide it: every one agrees, every one disagrees, they differ,
+    or none decides it."""
+    if len(t) and (t["paper"] == "beyond both papers").all():
+        return OWN
+    marks = set(t.loc[t["agreement"].isin([AGREES, DISAGREES]), "agreement"])
+    if marks == {AGREES}:
+        return "agrees with the paper on every panel of its design that decides it"
+    if marks == {DISAGREES}:
+        return "disagrees with the paper on every panel of its design that decides it"
+    if marks:
+        return "the panels that decide it differ"
+    return "not decided in the paper's design"
+
+
+def summary_table(table: pd.DataFrame, chapters=None) -> pd.DataFrame:
+    """The page's summary: one row per claim (:func:`claims_table`'s ids and claims), one
+    column per design of the gathered panels (paper 1's
+    designs first) whose cell is 'verdict (value, 95% CI)' on each panel of that design ('—'
+    when there is none), and where the claim stands against the paper (:func:`_standing`)."""
+    designs = sorted(dict.fromkeys(table["design"]), key=timing_rank)
+    rows = []
+    for c in _claims(table, chapters):
+        t = table[table["claim_id"] == c["id"]]
+        rows.append({"claim": c["id"], "what is claimed": c["claim"],
+                     **{d: _cell(t[t["design"] == d]) for d in designs}, "against the paper": _standing(t)})
+    return pd.DataFrame(rows, columns=["claim", "what is claimed", *designs, "against the paper"])
+
+
+def decided_sentence(table: pd.DataFrame, chapters=None) -> str:
+    """How many of the papers' claims are decided in their own design (:func:`untestable` lists
+    the others), and of those, on how many every deciding panel agrees with the paper."""
+    from metacog.tidy.report import fmt_list
+
+    claims = [c for c in PAPER_CLAIMS if chapters is None or c["chapter"] in chapters]
+    if not claims:
+        return "No chapter that decides a claim of either paper was gathered here."
+    out = set(untestable(table, chapters=chapters)["claim"])
+    ids = [c["id"] for c in claims if c["claim"] not in out]
+    n, k = len(claims), len(ids)
+    verb = f"{k} are decided in their" if k > 1 else f"{k or 'none'} is decided in its"
+    text = (f"Of the {n} claim{'s' if n != 1 else ''} of both papers gathered here, {verb} own design (on at "
+            f"least one panel of the paper's design, measurement and contrast)")
+    if ids:
+        text += f": {fmt_list(ids, max_names=k)}"
+    if not ids:
+        return text + "."
+    stand = {i: _standing(table[table["claim_id"] == i]) for i in ids}
+    parts = [f"{fmt_list([i for i in ids if stand[i].startswith(w)], max_names=len(ids))} {w} the paper"
+             for w in ("agrees with", "disagrees with") if any(stand[i].startswith(w) for i in ids)]
+    mixed = [i for i in ids if stand[i] == "the panels that decide it differ"]
+    if mixed:
+        parts.append(f"on {fmt_list(mixed, max_names=len(ids))} the deciding panels differ")
+    return f"{text}; of those, " + "; ".join(parts) + "."
+
+
+class Wide:
+    """A table shown within the page's width: it scrolls sideways when it is wider, in a smaller
+    type, and a line break in a cell shows as one. ``min_width`` (CSS, e.g. '60rem') keeps its
+    columns from being squeezed to a few words a line."""
+
+    def __init__(self, table: pd.DataFrame, min_width: str = ""):
+        from metacog.tidy.report import pretty
+
+        self.table = pretty(table)
+        self.min_width = min_width
+
+    def _repr_html_(self) -> str:
+        import html
+
+        def cell(x):
+            return html.escape(str(x)).replace("\n", "<br>")
+
+        style = f' style="min-width: {self.min_width};"' if self.min_width else ""
+        inner = (self.table.style.format(cell).format_index(escape="html", axis=1).hide(axis="index")
+                 .set_table_attributes(f'class="dataframe"{style}').to_html())
+        return (f'<div class="table-wrapper" style="overflow-x: auto; max-width: 100%; font-size: 0.85em;">'
+                f'{inner}</div>')
+
+    def __repr__(self) -> str:
+        return self.table.to_string(index=False)
 
 
 def untestable(table: pd.DataFrame, chapters=None) -> pd.DataFrame:
@@ -162,7 +318,7 @@ def paper_designs_panels(found: Collected) -> pd.DataFrame:
 
 
 def agreement_counts(table: pd.DataFrame) -> pd.DataFrame:
-    """Per paper claim and design: how many panels agree with the paper, disagree, cannot tell,
+    """Per paper claim (by its id) and design: how many panels agree with the paper, disagree, cannot tell,
     are not comparable with it (a design other than the paper's, another measurement or another
     contrast: counted in their own column, never as agreement or disagreement), or ask the
     their own column, never as agreement or disagreement), or ask the book's own question.
@@ -175,7 +331,7 @@ def agreement_counts(table: pd.DataFrame) -> pd.DataFrame:
                                                            OTHER_MEASUREMENT: NOT_COMPARABLE,
                                                            OTHER_CONTRAST: NOT_COMPARABLE}))
     first = {c: i for i, c in enumerate(dict.fromkeys(table["claim_id"]))}
-    t = t.assign(_c=t["claim_id"].map(first))
+    t = t.assign(_c=t["claim_id"].map(first), claim=t["claim_id"])  # the claim by its id, as in the summary
     g = t.groupby(["_c", "paper", "claim", "_d", "design"], sort=True)["agreement"].value_counts().unstack(fill_value=0)
     g = g.reindex(columns=cols, fill_value=0).reset_index().drop(columns=["_c", "_d"])
     return g[[c for c in g.columns if c in ("paper", "claim", "design") or g[c].any()]].rename_axis(None, axis=1)

@@ -154,8 +154,54 @@ def _shortcut(p: dict) -> list[Found]:
     res = _call(hs.tables, ps, formal_domains=p["formal_domains"], reasoning_models=p["reasoning_models"],
                 n_boot=p["n_boot"], seed=p["seed"])
     known = {q.name: q.design for q in ps}
-    return ([Found("shortcut", _shortcut_statistic(v), *_prefix_design(v.claim, known))
-             for v in hs.account_verdicts(hs.verdicts(res))], list(known.items()))
+    decided = hs.verdicts(res)
+    out = [Found("shortcut", _shortcut_statistic(v), *_prefix_design(v.claim, known))
+           for v in hs.account_verdicts(decided)]
+    out += [Found("shortcut", v, *_prefix_design(v.claim, known)) for v in _twin_verdicts(res.twins, decided)]
+    return out, list(known.items())
+
+
+def _twin_verdicts(twins: pd.DataFrame, decided: list) -> list:
+    """The twin design's claim on all items, per panel: the chapter's verdict on the mean over
+    same-weight pairs where the panel has :data:`~metacog.hypotheses.shortcut.MIN_PAIRS` of
+    them; where it has fewer (no mean is decided), each same-weight pair on its own item-bootstrap
+    interval from the chapter's twin table, named as one pair, so that a prospective twin the
+    account cannot use still reaches the page. A near-constant pair is shown with why it is out."""
+    from dataclasses import replace
+
+    from metacog.hypotheses import shortcut as hs
+    from metacog.hypotheses.shortcut import twins as st
+    from metacog.hypotheses.verdict import INSUFFICIENT, Verdict, decide
+
+    claim = hs._CLAIMS[("twins", "all items")]
+    means = {v.claim.split(": ", 1)[0]: v for v in decided if v.claim.endswith(f": {claim}")}
+    t = twins[twins["subset"] == "all items"] if len(twins) else twins
+    out = []
+    for panel, g in (t.groupby("panel", sort=False) if len(t) else []):
+        same = g[g["pair"] == st.SAME]
+        label = st.label(same.iloc[0]) if len(same) else str(panel)
+        if len(same) and int(same.iloc[0]["pairs"]) >= st.MIN_PAIRS and label in means:
+            out.append(means[label])
+            continue
+        design = f" ({st.design(g.iloc[0]['timing'])})" if "timing" in g else ""
+        pairs = g[(g["pairs"] == 1) & g["exact"].fillna(False).astype(bool)]
+        kept = int((pairs["excluded"] == "").sum())
+        for r in pairs.to_dict("records"):
+            head = f"{panel} · {r['pair']}{design}: {claim}"
+            stat = f"{st.statistic('twins', 'all items')}, one same-weight pair"
+            if r["excluded"]:
+                out.append(Verdict(head, stat, r["difference"], r["difference_ci_low"], r["difference_ci_high"],
+                                   {"same-weight twin pairs": 1}, INSUFFICIENT,
+                                   f"the pair is left out of the twin design: {r['excluded']}", 0.0,
+                                   basis="caveat"))
+                continue
+            v = decide(head, stat, r["difference"], r["difference_ci_low"], r["difference_ci_high"], line=0.0,
+                       direction="greater", n={"same-weight twin pairs": 1})
+            out.append(replace(v, reason=(
+                f"{v.reason}. One pair, decided on its own item-bootstrap interval: a verdict on these two "
+                f"runs of the same weights, not on thinking models in general (a mean over pairs needs at "
+                f"least {st.MIN_PAIRS} same-weight pairs; this panel has {kept})")))
+    return out
 
 
 def _power(p: dict) -> list[Found]:
@@ -193,8 +239,36 @@ def _reasoning_text(p: dict) -> list[Found]:
     out = []
     for v in hrt.verdicts(result.table, result.skipped):
         label, d = _prefix_design(v.claim, known)
+        if label in result.skipped:
+            v = _models_tried(v, label, result)
         out.append(Found("reasoning_text", v, _panel_name(label) if ":" in label else label, d))
     return out, [(_panel_name(s), d) for s, d in known.items()]
+
+
+def _models_tried(v, source: str, result):
+    """A reasoning-text verdict on a source the chapter could not fit, with the models it tried
+    and why each was not usable (the chapter's gate: at chance, too few answers, off-format),
+    and the counts in ``n``: models with texts, and how many the gate kept."""
+    from dataclasses import replace
+
+    from metacog.hypotheses.adequacy import failed_rules
+    from metacog.hypotheses.common import short_model
+
+    kept, texts = result.models.get(source, ([], []))
+    if not texts:
+        return replace(v, n={"models with reasoning texts": 0})
+    gate = result.gates.get(source)
+    rows = {r["model"]: r for r in gate.to_dict("records")} if gate is not None and len(gate) else {}
+
+    def why(m):
+        if m in kept:
+            return "passes the gate"
+        r = rows.get(m)
+        return (failed_rules(r) or "does not follow the format") if r is not None else "not gated"
+
+    tried = "; ".join(f"{short_model(m)} ({why(m)})" for m in texts)
+    return replace(v, n={"models with reasoning texts": len(texts), "models usable": len(kept)},
+                   reason=f"{v.reason}. Models tried: {tried}")
 
 
 #: How a P(Yes) answerer's confidence is read (:mod:`metacog.stats.p_yes`), for the elicitation column.
