@@ -44,8 +44,9 @@ PAPER_CLAIMS = [
     dict(id="p1-individual", paper="paper 1", chapter="pairwise", match="",
          paper_says="does not hold",
          claim="A model's confidence tracks its own correctness better than other models'",
-         value="no individualised signal: mean pairwise τ-b " + _paper1(0, "{:.3f}")
-               + ", gone once base rates are controlled",
+         value="no number for the self-minus-other τ-b: paper 1 reports a different statistic, the mean "
+               "pairwise τ-b over pairs of different models (" + _paper1(0, "{:.3f}")
+               + "), and says the signal is gone once base rates are controlled",
          where="abstract; §1 (fourth finding, §3.3); the τ-b values from its results table as typed "
                "in metacog.hypotheses.pairwise.PAPER1",
          paper_design="prospective yes/no, 20 frontier models"),
@@ -53,8 +54,9 @@ PAPER_CLAIMS = [
          paper_says="does not hold",
          claim="A model's confidence tracks its own correctness better than other models', beyond "
                "base rates",
-         value="no individualised signal: mean pairwise τ-b " + _paper1(0, "{:.3f}")
-               + ", gone once base rates are controlled",
+         value="no number for the excess of self-minus-other τ-b over a null: paper 1 reports the mean "
+               "pairwise τ-b over pairs of different models (" + _paper1(0, "{:.3f}")
+               + ") and says the signal is gone once base rates are controlled",
          where="abstract; §1 (fourth finding, §3.3); the τ-b values from its results table as typed "
                "in metacog.hypotheses.pairwise.PAPER1",
          paper_design="prospective yes/no, 20 frontier models"),
@@ -62,7 +64,8 @@ PAPER_CLAIMS = [
          match="better than the other models' mean confidence", paper_says="does not hold",
          claim="A model's own confidence predicts its correctness better than the other models' mean "
                "confidence (internal against population AUROC)",
-         value="GPT-4o internal against population AUROC " + ", ".join(
+         value="no panel mean of internal − population AUROC: paper 1 gives per-model AUROCs, e.g. "
+               "GPT-4o internal against population " + ", ".join(
              f"{v[0]:.3f} against {v[1]:.3f} ({b})" for b, by in PAPER1_AUROC.items() for m, v in by.items()
              if m == "gpt-4o"),
          where="§3.3 (per-model test); the AUROCs as typed in "
