@@ -198,3 +198,18 @@ def test_replicate_under_a_faulty_server(fault, batch, mirror, tmp_path, capsys)
         assert tries(srv) + srv.batch_answered - before == 60
     df = pd.read_parquet(out / "responses.parquet")
     assert len(df) == 60 and (df["parse_status"] != "error").all()
+
+
+def test_each_kind_of_failure_has_its_phrase():
+    import doctest
+
+    from metacog.elicit import failures
+
+    assert doctest.testmod(failures).failed == 0
+    assert failures.kind("ClientConnectorError: Cannot connect to host 127.0.0.1:9 ssl:default") == "refused"
+    assert failures.kind("InternalServerError: litellm.InternalServerError: OpenAIException - "
+                         "Connection error. [transient: asked again by the next run]") == "refused"
+    assert failures.kind("EmptyReply: the reply's choice has no message") == "no_message"
+    assert failures.kind("BadRequestError: HTTP 400: bad [not retryable]") == "http 400"
+    assert failures.describe(["BadRequestError: HTTP 400: bad max_tokens [not retryable]"], 2) == \
+        "1 of 2 calls failed (BadRequestError: HTTP 400: bad max_tokens)"
