@@ -14,8 +14,9 @@ endpoints, its counters) with one fault applied to every request:
 The three 200 faults shape chat replies (also the ones a batch's output file holds); ``'hang'``
 and ``'cut'`` hit every endpoint (a batch upload hangs or is cut too). ``srv.fault = None`` (or
 :meth:`heal`, which also lets the hung requests go) makes it a good server on the same port,
-answering like ``tests/fakeserver.py``. With ``mark``, only the chat requests whose messages
-contain that text are broken (a partial failure); the others, and every other endpoint, answer well. ``srv.hung`` and ``srv.cut`` count the requests each
+answering like ``tests/fakeserver.py``. With ``mark``, only the chat requests whose JSON body
+contains that text (a word of the prompt, or ``'"model": "b"'``) are broken (a partial failure);
+the others, and every other endpoint, answer well. ``srv.hung`` and ``srv.cut`` count the requests each
 fault took, by path (``srv.hung['/v1/chat/completions']``); ``srv.chat_calls`` counts the chat
 requests that reached the handler (all but the hung ones).
 """
@@ -81,11 +82,11 @@ class FaultyServer(OpenAIServer):
             self._loop.call_soon_threadsafe(self._wake.set)
         super().stop()
 
-    def _hit(self, messages: Any) -> bool:
-        return self.mark is None or self.mark in json.dumps(messages)
+    def _hit(self, body: dict) -> bool:
+        return self.mark is None or self.mark in json.dumps(body)
 
     async def _answer(self, body: dict) -> tuple[int, dict]:
-        if self.fault in ("no_choices", "null_choices", "no_message") and self._hit(body.get("messages")):
+        if self.fault in ("no_choices", "null_choices", "no_message") and self._hit(body):
             return 200, broken_reply(self.fault, str(body.get("model") or self.model))
         return await super()._answer(body)
 

@@ -213,3 +213,24 @@ def test_each_kind_of_failure_has_its_phrase():
     assert failures.kind("BadRequestError: HTTP 400: bad [not retryable]") == "http 400"
     assert failures.describe(["BadRequestError: HTTP 400: bad max_tokens [not retryable]"], 2) == \
         "1 of 2 calls failed (BadRequestError: HTTP 400: bad max_tokens)"
+
+
+def test_replicate_partial_failure_completes_counts_and_a_rerun_asks_only_the_failed(mirror, tmp_path, capsys):
+    from metacog import cli as metacog_cli
+
+    out = tmp_path / "out"
+    with FaultyServer("cut", mark='"model": "b"') as srv:  # every call of model b is cut off
+        argv = ["replicate", "--models", "openai/a,openai/b,openai/c", "--api-base", srv.base_url,
+                "--benchmarks", "legalbench", "--n-items", "10", "--no-audit", "--no-book", "--out", str(out),
+                "--cache", str(tmp_path / "cache"), "--no-progress", "--timeout", str(TIMEOUT), "--max-retries", "0"]
+        assert metacog_cli.main(argv) == 0
+        assert "legalbench: 20 of 60 calls failed; the next run of the same command asks them again" in \
+            capsys.readouterr().err
+        first = pd.read_parquet(out / "responses.parquet")
+        assert first.groupby("model")["parse_status"].apply(lambda s: (s == "error").sum()).to_dict() == \
+            {"openai/a": 0, "openai/b": 20, "openai/c": 0}
+        srv.heal()
+        before = tries(srv)
+        assert metacog_cli.main(argv) == 0
+        assert tries(srv) - before == 20  # model b's calls, nothing else
+    assert (pd.read_parquet(out / "responses.parquet")["parse_status"] != "error").all()

@@ -7,8 +7,10 @@ returns ('ok', payload) or ('error', payload): it never raises for a failed call
 
 A failed call's payload says whether it is *transient* (:func:`is_transient`:
 the server could not be reached, dropped the connection, timed out, was rate
-limited or unavailable): such a failure says nothing about the call, so a later
-run asks it again by itself; other failures are final until ``retry_failed``.
+limited or unavailable, cut its reply off mid-body, or answered 200 with nothing
+in it: no choices, a choice without a message, not JSON): such a failure says
+nothing about the call, so a later run asks it again by itself; other failures
+are final until ``retry_failed``.
 """
 
 from __future__ import annotations
