@@ -160,7 +160,7 @@ def _place(args) -> int:
 
     try:
         placing.check(args.panel, args.model, args.api_base, args.n_items, args.probe, args.responses,
-                        args.max_tokens, args.concurrency)
+                        args.max_tokens, args.concurrency, args.timeout, args.max_retries)
         _check_out_folder(args.out, "--out")
         if args.responses:
             args.model = placing.model_of(args.responses)
@@ -173,9 +173,10 @@ def _place(args) -> int:
     else:
         responses = str(placing.collect(args.model, out, api_base=args.api_base, n_items=args.n_items,
                                           seed=args.seed, cache=args.cache, max_tokens=args.max_tokens,
-                                          concurrency=args.concurrency, progress=not args.no_progress))
+                                          concurrency=args.concurrency, progress=not args.no_progress,
+                                          timeout=args.timeout, retries=args.max_retries))
     try:
-        placing.refuse_unusable(responses, args.model, args.api_base)
+        placing.refuse_unusable(responses, args.model, args.api_base, timeout=args.timeout)
     except ValueError as exc:  # nothing usable came back: a page on nothing would only mislead
         print(f"metacog place: {exc}", file=sys.stderr)
         return 2
@@ -214,7 +215,8 @@ def _replicate(args) -> int:
             raise ReplicateError("--out: give the folder for responses.parquet and the book (or use --plan).")
         _check_out_folder(args.out, "--out")
         result = run(args.models, args.out, budget=args.budget, router=args.router, cache=args.cache,
-                     concurrency=args.concurrency, timeout=args.timeout, progress=not args.no_progress,
+                     concurrency=args.concurrency, timeout=args.timeout, max_retries=args.max_retries,
+                     progress=not args.no_progress,
                      book=not args.no_book, jobs=args.jobs, log=say, **common)
     except (ReplicateError, ValueError) as exc:  # bad input, over budget, nothing came back: exit 2
         print(f"metacog replicate: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}",
@@ -295,6 +297,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--responses", default=None, help="a tidy file of the model's answers instead of live calls")
     p.add_argument("--max-tokens", type=int, default=None, help="cap on the reply (default: the study's 1024)")
     p.add_argument("--concurrency", type=int, default=4, help="calls in flight (default 4)")
+    p.add_argument("--timeout", type=float, default=600.0, metavar="T",
+                   help="seconds per call before it is tried again (default 600: replies run to 1024 tokens)")
+    p.add_argument("--max-retries", type=int, default=2,
+                   help="tries after the first of a call that failed (default 2)")
     p.add_argument("--cache", default=None, help="response cache folder (default: the user cache)")
     p.add_argument("--out", required=True, help="folder for responses.parquet, place.ipynb and place.html")
     p.add_argument("--no-html", action="store_true", help="execute the page, do not convert it to HTML")
@@ -320,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", default=None, help="response cache folder (default: the user cache)")
     p.add_argument("--concurrency", type=int, default=8, help="calls in flight per model (default 8)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per call (default 60)")
+    p.add_argument("--max-retries", type=int, default=4,
+                   help="retries of a call on a timeout, 429, 5xx or broken reply (default 4)")
     p.add_argument("--max-tokens", type=int, default=None, help="override the templates' reply caps")
     p.add_argument("--seed", type=int, default=0, help="which items are drawn, and the calls' seed")
     p.add_argument("--jobs", "-j", type=int, default=None, help="chapters executed at once")

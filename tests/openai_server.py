@@ -89,7 +89,7 @@ class OpenAIServer(FakeServer):
         self._runner: web.AppRunner | None = None
 
     async def _start(self) -> None:
-        app = web.Application(client_max_size=512 * 1024 * 1024)
+        app = web.Application(client_max_size=512 * 1024 * 1024, middlewares=self.middlewares())
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/files", self._upload)
         app.router.add_get("/v1/files/{fid}", self._file)
@@ -104,6 +104,11 @@ class OpenAIServer(FakeServer):
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]
+
+    def middlewares(self) -> list:
+        """aiohttp middlewares wrapped around every endpoint (none here; tests/faulty_server.py adds
+        its faults this way)."""
+        return []
 
     def stop(self) -> None:
         if self._loop is None:

@@ -98,7 +98,7 @@ def test_unknown_provider_exits_2_naming_the_model(tmp_path, items_file, capsys)
     assert "--retry-failed" not in err
 
 
-def test_closed_port_exits_1_naming_the_url(tmp_path, items_file, capsys):
+def test_closed_port_exits_2_in_one_line_naming_the_url(tmp_path, items_file, capsys):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -108,7 +108,9 @@ def test_closed_port_exits_1_naming_the_url(tmp_path, items_file, capsys):
                            "--cache", str(tmp_path / "c"), "--no-progress", "--max-retries", "0",
                            "--timeout", "5"]))
     err = capsys.readouterr().err
-    assert code == 1 and "every call failed" in err and url in err
+    assert code == 2 and "every call failed: 12 of 12 calls found no server (connection refused)" in err
+    assert url in err and "nothing was lost" in err and "rerun the same command" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
 def test_not_retryable_failures_exit_1_and_retryable_ones_exit_0(tmp_path, capsys):

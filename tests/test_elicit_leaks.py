@@ -155,8 +155,9 @@ def test_api_base_from_the_environment_is_a_secret(tmp_path, monkeypatch, capsys
                                       "--max-retries", "0"]))
         assert srv.requests == 1 and srv.auth_headers == {f"Basic {base64.b64encode(f'carol:{pw}'.encode()).decode()}"}
     err = capsys.readouterr().err
-    assert code == 1 and "AuthenticationError" in err
-    blob = written(tmp_path / "o.csv", tmp_path / "c") + err.encode()
+    assert code == 2 and "AuthenticationError" in err  # every call failed: one line, no --out
+    assert not (tmp_path / "o.csv").exists()
+    blob = written(tmp_path / "c") + err.encode()
     for s in (pw, b64(f"carol:{pw}")):
         assert s.encode() not in blob, s
     monkeypatch.delenv("MY_SERVER")

@@ -289,8 +289,11 @@ def test_sigkill_after_the_batch_was_created_then_rerun_submits_nothing_twice(tm
         proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         t0 = time.monotonic()
         while time.monotonic() - t0 < 60:
-            if (cache / "responses.sqlite").exists() and _states(cache).get("pending"):
-                break
+            try:
+                if (cache / "responses.sqlite").exists() and _states(cache).get("pending"):
+                    break
+            except sqlite3.OperationalError:  # the file is there, its tables not yet
+                pass
             assert proc.poll() is None, proc.stderr.read()
             time.sleep(0.1)
         proc.send_signal(signal.SIGKILL)

@@ -63,9 +63,11 @@ def test_server_down_then_up_is_asked_again_without_retry_failed(tmp_path, capfd
     argv = ["--items", str(path), "--models", "openai/fake", "--probes", "answer", "--api-base",
             f"http://127.0.0.1:{port}/v1", "--cache", str(tmp_path / "c"), "--no-progress",
             "--max-retries", "0", "--timeout", "30", "--out", str(tmp_path / "o.csv")]
-    assert cli.main(parse(argv)) == 1  # the server is not running yet
+    assert cli.main(parse(argv)) == 2  # the server is not running yet: nothing usable came back
     err = capfd.readouterr().err
-    assert "asked 4, cached 0, failed 4" in err and "transient: asked again by the next run" in err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "4 of 4 calls found no server (connection refused)" in err and "asks these calls again" in err
+    assert not (tmp_path / "o.csv").exists()  # no table of failures in place of answers
     with Cache(tmp_path / "c") as c:
         assert c.summary().set_index("status")["rows"].to_dict() == {"error": 4}  # the failures are kept
     with FakeServer(port=port) as srv:  # now it runs, on the same port
@@ -128,13 +130,16 @@ def test_a_400_stays_cached_and_the_rerun_names_retry_failed(tmp_path, capfd):
 
         only = items_file(tmp_path / "o.jsonl", ["Q [[always400]]"])
         argv[1] = str(only)
-        assert cli.main(parse(argv)) == 1  # the same call: cached from the first run
-        lines = [ln for ln in capfd.readouterr().err.splitlines() if "--retry-failed" in ln]
+        assert cli.main(parse(argv)) == 2  # the same call: cached from the first run, nothing usable
+        lines = capfd.readouterr().err.strip().splitlines()
         assert len(lines) == 1 and "nothing was asked: all 1 call(s) failed in an earlier run" in lines[0]
+        assert "--retry-failed" in lines[0] and "HTTP 400" in lines[0]
         assert srv.requests == 2
-        assert cli.main(parse([*argv, "--retry-failed"])) == 1
+        assert cli.main(parse([*argv, "--retry-failed"])) == 2
         assert srv.requests == 3  # --retry-failed asks it again
-        assert "asked 1, cached 0, failed 1" in capfd.readouterr().err
+        lines = capfd.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and "every call failed: 1 of 1 calls failed (BadRequestError: HTTP 400" in lines[0]
+        assert "asking again cannot fix it" in lines[0]
 
 
 def _corrupt_later_pages(db: Path, rows: int = 400) -> None:

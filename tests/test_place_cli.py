@@ -88,6 +88,8 @@ def test_place_against_a_server_answering_at_random_writes_the_page(mirror, tmp_
     (["--responses", "/nonexistent/answers.csv"], ["--responses", "no such file"]),
     (["--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1", "--max-tokens", "0"], ["--max-tokens"]),
     (["--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1", "--concurrency", "0"], ["--concurrency"]),
+    (["--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1", "--timeout", "0"], ["--timeout"]),
+    (["--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1", "--max-retries", "-1"], ["--max-retries"]),
 ])
 def test_bad_input_exits_2_with_one_line_before_any_call(tmp_path, args, words):
     one_line_exit_2(cli("place", *args, "--out", str(tmp_path / "o")), "metacog place", *words)

@@ -7,8 +7,10 @@ returns ('ok', payload) or ('error', payload): it never raises for a failed call
 
 A failed call's payload says whether it is *transient* (:func:`is_transient`:
 the server could not be reached, dropped the connection, timed out, was rate
-limited or unavailable): such a failure says nothing about the call, so a later
-run asks it again by itself; other failures are final until ``retry_failed``.
+limited or unavailable, cut its reply off mid-body, or answered 200 with nothing
+in it: no choices, a choice without a message, not JSON): such a failure says
+nothing about the call, so a later run asks it again by itself; other failures
+are final until ``retry_failed``.
 """
 
 from __future__ import annotations
@@ -90,6 +92,9 @@ TRANSIENT_NAMES = {
     "APIConnectionError", "ClientConnectorError", "ClientConnectionError", "ClientOSError",
     "ServerDisconnectedError", "ClientConnectorDNSError", "ServerConnectionError",
     "ClientConnectionResetError", "RateLimitError", "ServiceUnavailableError",
+    # a reply cut off mid-body, or a 200 with nothing in it (no choices, no message, not JSON):
+    # the server failed, not the call
+    "ClientPayloadError", "ContentLengthError", "TransferEncodingError", "EmptyReply", "JSONDecodeError",
 }
 
 
@@ -117,6 +122,8 @@ def is_transient(exc: BaseException) -> bool:
 
 def transient_payload(payload: dict[str, Any]) -> bool:
     """Whether a cached failure is transient (rows stored before the flag existed: by their error)."""
+    if payload.get("error_type") in TRANSIENT_NAMES:
+        return True  # also rows stored while such failures were counted final (an empty reply)
     if "transient" in payload:
         return bool(payload["transient"])
     err = str(payload.get("error") or "").rpartition(" [")[0]  # without the '[retries exhausted]' tag
@@ -139,7 +146,8 @@ def priced(model: str) -> bool:
 
 
 class EmptyReply(RuntimeError):
-    """The provider answered 200 but with no choices."""
+    """The provider answered 200 but with no choices, or a choice without a message (transient:
+    the next run asks again)."""
 
 
 def _backend_version(litellm=None) -> str:
@@ -158,6 +166,8 @@ def _extract(resp: Any, task: Task, latency: float, attempts: int, litellm) -> d
         raise EmptyReply("the reply has no choices")
     ch = choices[0]
     msg = getattr(ch, "message", None)
+    if msg is None:
+        raise EmptyReply("the reply's choice has no message")
     text = getattr(msg, "content", None) if msg is not None else None
     reasoning = getattr(msg, "reasoning_content", None) if msg is not None else None
     p_yes = None
@@ -206,6 +216,8 @@ def _extract_http(doc: dict[str, Any], task: Task, latency: float, attempts: int
     f = http.extract(doc)
     if not f.pop("has_choice"):
         raise EmptyReply("the reply has no choices")
+    if not f.pop("has_message"):
+        raise EmptyReply("the reply's choice has no message")
     lp = f.pop("logprobs")
     cost = None
     if priced(task.model):

@@ -8,13 +8,15 @@ Examples::
 
 Also runnable as ``python -m metacog.elicit.cli``. Exit status: 0 when the run
 finished (failed calls are rows with parse_status 'error'; calls that failed
-for a transient reason, such as a server not yet running, a timeout or a 429,
-are asked again by the next run; other failures stay cached until
---retry-failed); 1 when every call failed or some failed in a way re-asking
-cannot fix (unknown model, refused key, bad request: the reason is printed,
-with the server's URL when it could not be reached); 2 for bad arguments, an
-unusable cache (when it fails mid-run, the rows fetched so far are written to
---out, or next to the cache, first), or a cost estimate above --max-cost.
+for a transient reason, such as a server not yet running, a timeout, a 429, a
+reply cut off mid-body or one without choices, are asked again by the next run;
+other failures stay cached until --retry-failed); 1 when some calls failed in a
+way re-asking cannot fix (unknown model, refused key, bad request); 2 when every
+call failed (one line: what failed, e.g. 'connection refused at URL' or '3 of 3
+replies had no choices', that nothing was lost, and how to rerun; --out is not
+written), for bad arguments, an unusable cache (when it fails mid-run, the rows
+fetched so far are written to --out, or next to the cache, first), or a cost
+estimate above --max-cost.
 """
 
 from __future__ import annotations
@@ -199,40 +201,54 @@ def check_settings(args) -> None:
 
 
 def failure_report(df, api_base: str | None, counts: dict | None = None,
-                   router: str | os.PathLike | None = None) -> tuple[int, str]:
-    """(exit status, message) for the failed rows of a finished run: 1 when every call
-    failed or some failure cannot be fixed by asking again, else 0. ``counts`` (the run's
-    ``attrs['counts']``) tells failures replayed from the cache, which only --retry-failed re-asks."""
+                   router: str | os.PathLike | None = None, timeout: float | None = None) -> tuple[int, str]:
+    """(exit status, message) for the failed rows of a finished run.
+
+    2 when every call failed (nothing usable came back: the command prints this one line and
+    writes no --out), 1 when some failed in a way asking again cannot fix (bad request, refused
+    key), else 0 (transient failures are asked again by the next run; other ones with
+    --retry-failed). ``counts`` (the run's ``attrs['counts']``) tells failures replayed from
+    the cache, which only --retry-failed re-asks."""
+    from metacog.elicit.failures import describe
+    from metacog.elicit.redaction import redact_url
+
     err = df.loc[df["parse_status"] == "error", "error"].astype(str)
     if err.empty:
         return 0, ""
+    where = None if router else (redact_url(api_base) if api_base else "the provider's default URL")
+    what = describe(err, len(df), api_base=where, timeout=timeout)
     final = err.str.contains("not retryable", regex=False)
     transient = err.str.contains("[transient", regex=False)
-    top = (err[final] if final.any() else err).value_counts().index[0]
+    low = " ".join(err[final] if final.any() else err).lower()
+    hint = ""
+    if "authentication" in low or "api key" in low:
+        hint = " (check the API key in the environment, e.g. OPENAI_API_KEY)"
+    elif "provider" in low or "notfound" in low or "not found" in low:
+        hint = (" (check the model id: litellm ids look like 'openai/<name>' with --api-base, "
+                "'local/<name>', or a hosted model litellm knows)")
+    elif router and not final.any():
+        hint = f" (are the servers of {router} running and reachable?)"
     from_cache = int((counts or {}).get("cached_failed") or 0)
-    if from_cache and from_cache == len(err) == len(df) and not (counts or {}).get("done"):
-        return 1, (f"nothing was asked: all {len(df)} call(s) failed in an earlier run and were replayed "
-                   f"from the cache as failures (most common: {top[:300]}); re-ask them with --retry-failed.")
+    if len(err) == len(df):
+        if from_cache == len(err) and not (counts or {}).get("done"):
+            return 2, (f"nothing was asked: all {len(df)} call(s) failed in an earlier run and were replayed "
+                       f"from the cache ({what}); nothing was lost, --out was not written; re-ask them "
+                       f"with --retry-failed.")
+        if transient.all():
+            return 2, (f"every call failed: {what}{hint}; nothing was lost (no failure is kept as an "
+                       f"answer, --out was not written): rerun the same command once the server answers "
+                       f"and it asks these calls again.")
+        cannot = "; asking again cannot fix it" if final.any() else ""
+        return 2, (f"every call failed: {what}{cannot}{hint}; nothing was lost (--out was not written): "
+                   f"once it is fixed, rerun the same command with --retry-failed.")
     cached = (f" {from_cache} of these failures were replayed from the cache; re-ask them with "
               f"--retry-failed." if from_cache else "")
-    low = top.lower()
-    hint = ""
-    if "connect" in low or "refused" in low:
-        where = f"the servers of {router}" if router else f"the server at {api_base or 'the provider default URL'}"
-        hint = f" Is {where} running and reachable?"
-    elif "authentication" in low or "api key" in low:
-        hint = " Check the API key in the environment (e.g. OPENAI_API_KEY)."
-    elif "provider" in low or "notfound" in low or "not found" in low:
-        hint = (" Check the model id: litellm ids look like 'openai/<name>' (with --api-base), "
-                "'local/<name>', or a hosted model litellm knows.")
-    if final.any() or len(err) == len(df):
-        what = "every call failed" if len(err) == len(df) else f"{len(err)} call(s) failed"
-        kind = "; asking again cannot fix it" if final.any() else ""
-        return 1, f"{what}{kind}. Most common error: {top[:400]}.{hint}{cached}"
+    if final.any():
+        return 1, f"{what}; asking again cannot fix it{hint}.{cached}"
     if transient.all():
-        return 0, (f"{len(err)} call(s) failed for a transient reason (server unreachable, timeout, rate "
-                   f"limit); the next run asks them again.{hint}")
-    return 0, f"{len(err)} call(s) failed; re-ask them with --retry-failed.{hint}"
+        return 0, (f"{what}: a transient failure, the next run asks these {len(err)} call(s) "
+                   f"again{hint}.")
+    return 0, f"{what}; re-ask them with --retry-failed{hint}."
 
 
 def write_table(df, out: Path) -> None:
@@ -299,9 +315,13 @@ def main(args: argparse.Namespace) -> int:
     except (ValueError, BudgetError, SandboxUnavailable) as exc:
         print(f"metacog elicit: {redact(exc)}", file=sys.stderr)
         return 2
+    c = df.attrs.get("counts", {})
+    code, why = failure_report(df, args.api_base, c, getattr(args, "router", None), args.timeout)
+    if code == 2:  # nothing usable came back: one line, and an earlier --out is left as it was
+        print(f"metacog elicit: {redact(why)}", file=sys.stderr)
+        return 2
     if args.out is not None:
         write_table(df, args.out)
-    c = df.attrs.get("counts", {})
     status = df.groupby(["model", "probe", "parse_status"], observed=True).size()
     print(status.rename("rows").reset_index().to_string(index=False), file=sys.stderr)
     n_err = int((df["parse_status"] == "error").sum())
@@ -312,7 +332,6 @@ def main(args: argparse.Namespace) -> int:
     if c.get("pending_batch"):
         print(f"metacog elicit: {c['pending_batch']} call(s) still wait in provider batches (rows with "
               "parse_status 'missing'); run the same command again to collect them.", file=sys.stderr)
-    code, why = failure_report(df, args.api_base, c, getattr(args, "router", None))
     if why:
         print(f"metacog elicit: {redact(why)}", file=sys.stderr)
     return code

@@ -161,6 +161,7 @@ def extract(doc: dict[str, Any]) -> dict[str, Any]:
     usage = doc.get("usage") or {}
     return {
         "has_choice": bool(choices),
+        "has_message": isinstance(ch.get("message"), dict),
         "text": msg.get("content"),
         "reasoning_content": msg.get("reasoning_content"),
         "finish_reason": ch.get("finish_reason"),

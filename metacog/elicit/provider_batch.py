@@ -162,8 +162,11 @@ class _Run:
         return self._litellm
 
     async def call(self, name: str, **kw):
-        """``litellm.<name>(**kw)`` on the batch server, in a thread (litellm's are blocking)."""
-        return await asyncio.to_thread(getattr(self.litellm, name), **_connection(self.s), **kw)
+        """``litellm.<name>(**kw)`` on the batch server, in a thread (litellm's are blocking), with
+        the run's ``timeout`` per network operation and no retries of the client's own (a server
+        that never answers would otherwise hold the run for litellm's ten minutes, three times)."""
+        return await asyncio.to_thread(getattr(self.litellm, name), **_connection(self.s),
+                                       timeout=self.s.timeout, max_retries=0, **kw)
 
     def _tick(self, n: int = 1) -> None:
         if self.bar is not None:
@@ -298,8 +301,10 @@ class _Run:
         back = [t for t in tasks if t.key not in got]
         if back:
             why = await self._why(b)
-            _say(f"batch {bid} {b['status']}: {len(back)} of its {len(tasks)} call(s) "
-                 f"{'were not answered' if not why else 'failed (' + why + ')'}; asking them one by one.")
+            what = ("were not answered" if not why and not bad else f"failed ({why})" if not bad
+                    else f"came back without a usable reply ({bad} without choices or message)")
+            _say(f"batch {bid} {b['status']}: {len(back)} of its {len(tasks)} call(s) {what}; asking them "
+                 "one by one.")
         self._store(bid, rows, back, tasks)
 
     async def _lines(self, file_id: str | None) -> list[dict[str, Any]]:

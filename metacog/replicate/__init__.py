@@ -59,10 +59,19 @@ def _asked(a: Ask, models, seed: int, say: Callable, **kwargs) -> pd.DataFrame:
     c = df.attrs.get("counts", {})
     failed = df["parse_status"].astype(str).eq("error")
     if len(df) and failed.all():
-        first = str(df.loc[failed, "error"].dropna().iloc[0]) if df["error"].notna().any() else "no reply"
-        raise ReplicateError(f"{a.benchmark}: all {len(df):,} calls failed ({first.splitlines()[0][:200]}); "
-                             "nothing is lost: answers already cached are kept, and failures like an "
-                             "unreachable server are asked again when you rerun the same command.")
+        from metacog.elicit.failures import describe
+        from metacog.elicit.redaction import redact, redact_url
+
+        base = kwargs.get("api_base")
+        what = describe(df.loc[failed, "error"].fillna(""), len(df), timeout=kwargs.get("timeout"),
+                        api_base=redact_url(base) if base else None)
+        raise ReplicateError(redact(
+            f"{a.benchmark}: all {len(df):,} calls failed: {what}; nothing was lost (answers already cached "
+            "are kept, and no failure is kept as an answer): rerun the same command once the models answer "
+            "and it asks these calls again."))
+    if failed.any():
+        say(f"{a.benchmark}: {int(failed.sum()):,} of {len(df):,} calls failed; the next run of the same "
+            "command asks them again.")
     df = df.copy()
     df["design"] = df["probe"].map(DESIGN_OF).astype("string")
     df.attrs = {"counts": c}
@@ -71,13 +80,17 @@ def _asked(a: Ask, models, seed: int, say: Callable, **kwargs) -> pd.DataFrame:
 
 def run(models, out, *, benchmarks=None, n_items: int | None = None, audit: bool = True, budget: float | None = None,
         api_base: str | None = None, router=None, batch: bool = False, cache=None, concurrency: int = 8,
-        timeout: float = 60.0, max_tokens: int | None = None, seed: int = 0, progress: bool = True,
+        timeout: float = 60.0, max_retries: int = 4, max_tokens: int | None = None, seed: int = 0,
+        progress: bool = True,
         book: bool = True, jobs: int | None = None, panel: str | None = None, panel_items: int = 200,
         log: Callable[[str], None] | None = None) -> Replication:
     """Plan, check the budget, ask, write ``<out>/responses.parquet``, build ``<out>/book``.
 
     Every answer goes through the response cache (``cache``: see :func:`metacog.elicit.run`), so a
-    rerun after a crash or SIGKILL replays what was asked and asks only the rest. Raises
+    rerun after a crash or SIGKILL replays what was asked and asks only the rest. Each call is
+    tried ``max_retries`` + 1 times, ``timeout`` seconds each. Raises :class:`ReplicateError`
+    (one line: what failed, that nothing was lost, how to rerun) when every call of a benchmark
+    failed; failed calls are never kept as answers, so the same command asks them again. Raises
     :class:`BudgetExceeded` before any call when the plan costs more than ``budget``. ``panel``
     (e.g. 'calibration_study') also asks each model that public panel's own protocol on
     ``panel_items`` items and places it among the panel's models (:mod:`metacog.replicate.panel`,
@@ -96,7 +109,7 @@ def run(models, out, *, benchmarks=None, n_items: int | None = None, audit: bool
     say(f"plan: {p.total_calls:,} calls at most, " + ("cost unknown" if math.isnan(p.total_cost)
                                                       else f"at most ${p.total_cost:,.2f}"))
     kwargs = dict(cache=cache, api_base=api_base, router=router, concurrency=concurrency, timeout=timeout,
-                  max_tokens=max_tokens, progress=progress)
+                  max_retries=max_retries, max_tokens=max_tokens, progress=progress)
     if batch:
         kwargs["batch"] = True
     if budget is not None:
@@ -128,7 +141,8 @@ def run(models, out, *, benchmarks=None, n_items: int | None = None, audit: bool
         from metacog.replicate.panel import place_models
 
         result.placed = place_models(p.models, out / "place", panel=panel, api_base=api_base, n_items=panel_items,
-                                     seed=seed, cache=cache, concurrency=concurrency, log=say)
+                                     seed=seed, cache=cache, concurrency=concurrency, timeout=timeout,
+                                     retries=max_retries, log=say)
     if book:
         from metacog.sourcebook import build
 

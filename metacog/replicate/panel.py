@@ -39,10 +39,11 @@ def folder_name(model: str) -> str:
 
 
 def place_models(models, out: str | Path, *, panel: str = "calibration_study", api_base: str | None = None,
-                 n_items: int = 200, seed: int = 0, cache=None, concurrency: int = 4, html: bool = True,
-                 log=None) -> pd.DataFrame:
+                 n_items: int = 200, seed: int = 0, cache=None, concurrency: int = 4, timeout: float = 600.0,
+                 retries: int = 2, html: bool = True, log=None) -> pd.DataFrame:
     """Ask each model the panel's protocol and place it: one row per model with its responses file
-    and page (``<out>/<model>/``). Answers go through the response cache, so a rerun asks nothing twice."""
+    and page (``<out>/<model>/``). Answers go through the response cache, so a rerun asks nothing twice.
+    Raises ValueError (one line) when no reply of a model is usable, before its page."""
     from metacog.pages.place import run as placing
 
     say = log or (lambda msg: None)
@@ -52,7 +53,8 @@ def place_models(models, out: str | Path, *, panel: str = "calibration_study", a
         folder = Path(out) / folder_name(m)
         say(f"{panel} protocol: {m}, {n_items} items")
         responses = placing.collect(m, folder, api_base=api_base, n_items=n_items, seed=seed, cache=cache,
-                                    concurrency=concurrency)
+                                    concurrency=concurrency, timeout=timeout, retries=retries)
+        placing.refuse_unusable(responses, m, api_base, timeout=timeout)
         page = place_page(m, responses, folder, panel=panel, n_items=n_items, seed=seed, html=html)
         rows.append({"model": m, "responses": responses, "page": page})
     return pd.DataFrame(rows)

@@ -4,8 +4,8 @@
 :func:`ask` asks them through the response cache (resumable: a re-run asks only what is not
 stored; concurrent for a server, one at a time for a local GGUF model) and returns one tidy row
 per item: model, item_id, decision, verbal_confidence, logit_confidence (the mean token
-probability of the reply), correct, parse_status, finish_reason, completion_tokens, seconds.
-A server reached over the direct HTTP path (:mod:`metacog.elicit.http`) must be
+probability of the reply), correct, parse_status, finish_reason, completion_tokens, seconds,
+error (why a failed call failed). A server reached over the direct HTTP path (:mod:`metacog.elicit.http`) must be
 OpenAI-compatible; its token log-probabilities are requested (``logprobs``/``top_logprobs``)
 and a server that returns none leaves ``logit_confidence`` missing.
 """
@@ -24,7 +24,7 @@ from metacog.elicit.cache import Cache, cache_key
 from metacog.elicit.protocols import calibration_study as cs
 
 COLUMNS = ["model", "item_id", "category", "decision", "key", "correct", "verbal_confidence",
-           "logit_confidence", "parse_status", "finish_reason", "completion_tokens", "seconds"]
+           "logit_confidence", "parse_status", "finish_reason", "completion_tokens", "seconds", "error"]
 
 
 @lru_cache(maxsize=2)
@@ -70,8 +70,13 @@ def panel_items(n_items: int, seed: int = 0, mirror: str | None = None) -> pd.Da
 
 def _from_http(doc: dict, seconds: float) -> dict:
     from metacog.elicit import http
+    from metacog.elicit.backend import EmptyReply
 
     f = http.extract(doc)
+    if not f["has_choice"]:
+        raise EmptyReply("the reply has no choices")
+    if not f["has_message"]:
+        raise EmptyReply("the reply's choice has no message")
     content = f.get("logprobs") or []
     lps = [c.get("logprob") for c in content if isinstance(c, dict)]
     top = {}
@@ -83,7 +88,7 @@ def _from_http(doc: dict, seconds: float) -> dict:
 
 
 async def _ask_http(todo, api_base: str, model: str, concurrency: int, timeout: float, retries: int,
-                    api_key: str | None, store, progress) -> None:
+                    api_key: str | None, store, progress, backoff: float = 0.5) -> None:
     from metacog.elicit import http
 
     sem = asyncio.Semaphore(max(1, int(concurrency)))
@@ -92,6 +97,8 @@ async def _ask_http(todo, api_base: str, model: str, concurrency: int, timeout: 
         async with sem:
             last = None
             for attempt in range(retries + 1):
+                if attempt:
+                    await asyncio.sleep(min(8.0, backoff * 2 ** (attempt - 1)))
                 t0 = time.perf_counter()
                 try:
                     doc = await http.complete(api_base, model, messages, params, timeout, api_key)
@@ -101,9 +108,12 @@ async def _ask_http(todo, api_base: str, model: str, concurrency: int, timeout: 
                     raise
                 except Exception as exc:  # noqa: BLE001 - a failed item becomes an error row
                     last = exc
-                    await asyncio.sleep(min(8.0, 0.5 * 2 ** attempt))
+            from metacog.elicit.backend import is_transient
             from metacog.elicit.redaction import redact
-            store(key, "error", messages, params, {"error": redact(f"{type(last).__name__}: {last}"[:500])})
+            # never an answer: the next run asks it again (transient or not, as it always did)
+            store(key, "error", messages, params, {"error": redact(f"{type(last).__name__}: {last}"[:500]),
+                                                   "error_type": type(last).__name__,
+                                                   "transient": is_transient(last), "attempts": retries + 1})
 
     try:
         await asyncio.gather(*(one(*t) for t in todo))
@@ -113,13 +123,18 @@ async def _ask_http(todo, api_base: str, model: str, concurrency: int, timeout: 
 
 def ask(items: pd.DataFrame, model: str, *, api_base: str | None = None, cache=None,
         concurrency: int = 4, timeout: float = 600.0, retries: int = 2, max_tokens: int | None = None,
-        variant: str = "sampling", api_key: str | None = None, progress: bool = False) -> pd.DataFrame:
+        variant: str = "sampling", api_key: str | None = None, progress: bool = False,
+        backoff: float = 0.5) -> pd.DataFrame:
     """Ask ``model`` every item of ``items`` (from :func:`panel_items`); one graded row per item.
 
     ``model`` is 'local/<name>' (the offline GGUF panel) or 'openai/<name>' with ``api_base``
     an OpenAI-compatible server. ``max_tokens`` caps the reply (None: the study's 1024).
     Replies are stored in ``cache`` (a :class:`~metacog.elicit.cache.Cache`, a folder, or None
-    for the user's default cache) and replayed from there.
+    for the user's default cache) and replayed from there. A call is tried ``retries`` + 1
+    times, ``timeout`` seconds each, waiting ``backoff`` s, then twice that, ... (at most 8 s)
+    in between; a reply without choices or message, cut off or not JSON counts as failed. A
+    failed call is a row with parse_status 'error' and its ``error``, never an answer: the next
+    run asks it again.
     """
     import os
 
@@ -154,7 +169,7 @@ def ask(items: pd.DataFrame, model: str, *, api_base: str | None = None, cache=N
         from metacog.elicit.batch import run_coro
 
         run_coro(_ask_http(todo, api_base, model, concurrency, timeout, retries,
-                           api_key or os.environ.get("OPENAI_API_KEY"), store, progress))
+                           api_key or os.environ.get("OPENAI_API_KEY"), store, progress, backoff))
     have = store_obj.get_many([k for k, _ in jobs])
     if cache is not store_obj:
         store_obj.close()
@@ -163,6 +178,7 @@ def ask(items: pd.DataFrame, model: str, *, api_base: str | None = None, cache=N
         e = have.get(key)
         ok = e is not None and e.status == "ok"
         p = e.payload if ok else {}
+        error = None if ok else (e.payload.get("error") if e is not None else "not asked")
         text = p.get("text")
         decision = cs.extract_answer(text) if ok else None
         verbal = cs.extract_verbal_confidence(text) if ok else None
@@ -174,7 +190,8 @@ def ask(items: pd.DataFrame, model: str, *, api_base: str | None = None, cache=N
                      "parse_status": ("error" if not ok else "ok" if decision and verbal is not None
                                       else "unparseable"),
                      "finish_reason": p.get("finish_reason"),
-                     "completion_tokens": p.get("completion_tokens"), "seconds": p.get("seconds")})
+                     "completion_tokens": p.get("completion_tokens"), "seconds": p.get("seconds"),
+                     "error": error})
     out = pd.DataFrame(rows, columns=COLUMNS)
     out["logit_confidence"] = out["logit_confidence"].astype(float)
     return out
@@ -197,8 +214,11 @@ def to_tidy(rows: pd.DataFrame) -> pd.DataFrame:
     category, and ``n_options`` (the item's number of options, for the chance level)."""
     from metacog.tidy import schema
 
-    base = rows[["model", "item_id", "category", "decision", "correct", "parse_status",
-                 "finish_reason", "completion_tokens", "seconds"]].rename(columns={"category": "domain"})
+    keep = ["model", "item_id", "category", "decision", "correct", "parse_status", "finish_reason",
+            "completion_tokens", "seconds"]
+    if "error" in rows and rows["error"].notna().any():
+        keep.append("error")  # why calls failed (recorded runs of answered calls have no such column)
+    base = rows[keep].rename(columns={"category": "domain"})
     base = base.assign(benchmark="mmlu_pro", sample=0,
                        n_options=base["item_id"].astype(str).map(n_options()).astype(float))
     parts = [base.assign(probe=p, confidence=rows[p].astype(float)) for p in PROBES]

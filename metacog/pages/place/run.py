@@ -7,6 +7,7 @@ new model's tidy table to ``<out>/responses.parquet``, which ``notebooks/place.m
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -22,7 +23,8 @@ N_MMLU_PRO = 12032
 
 
 def check(panel: str, model: str, api_base: str | None, n_items: int, probe: str = "verbal_confidence",
-          responses: str | None = None, max_tokens: int | None = None, concurrency: int = 1) -> None:
+          responses: str | None = None, max_tokens: int | None = None, concurrency: int = 1,
+          timeout: float = 600.0, max_retries: int = 2) -> None:
     """Raise ValueError (one sentence) for input ``metacog place`` cannot run with.
 
     >>> check("spar", "local/smollm2-135m", None, 200)
@@ -40,6 +42,10 @@ def check(panel: str, model: str, api_base: str | None, n_items: int, probe: str
         raise ValueError(f"--max-tokens {max_tokens}: a reply needs at least 1 token.")
     if int(concurrency) < 1:
         raise ValueError(f"--concurrency {concurrency}: at least 1 call in flight.")
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"--timeout {timeout}: give a number of seconds above 0, e.g. --timeout 600.")
+    if int(max_retries) < 0:
+        raise ValueError(f"--max-retries {max_retries}: give 0 or more tries after the first.")
     if panel == "spar":
         raise ValueError(f"--panel spar: {SPAR_NOTE}.")
     if panel not in PANELS:
@@ -64,13 +70,14 @@ def check(panel: str, model: str, api_base: str | None, n_items: int, probe: str
 
 def collect(model: str, out: str | Path, *, api_base: str | None = None, n_items: int = 200, seed: int = 0,
             cache=None, max_tokens: int | None = None, concurrency: int = 4, timeout: float = 600.0,
-            progress: bool = False) -> Path:
-    """Ask ``model`` ``n_items`` of the panel's items and write ``<out>/responses.parquet``."""
+            retries: int = 2, progress: bool = False) -> Path:
+    """Ask ``model`` ``n_items`` of the panel's items and write ``<out>/responses.parquet`` (failed
+    calls are rows with parse_status 'error' and their ``error``; the next run asks them again)."""
     from metacog.elicit.protocols.ask import ask, panel_items
 
     items = panel_items(n_items, seed)
     rows = ask(items, model, api_base=api_base, cache=cache, concurrency=concurrency, timeout=timeout,
-               max_tokens=max_tokens, progress=progress)
+               retries=retries, max_tokens=max_tokens, progress=progress)
     tidy = to_tidy(rows)
     path = Path(out) / "responses.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -97,7 +104,8 @@ def describe(responses: pd.DataFrame) -> str:
             f"{int((status == 'error').sum())} failed calls")
 
 
-def refuse_unusable(responses: str | Path, model: str, api_base: str | None = None) -> None:
+def refuse_unusable(responses: str | Path, model: str, api_base: str | None = None,
+                    timeout: float | None = None) -> None:
     """Raise ValueError (one sentence: what failed, that nothing was lost, how to rerun) when no
     reply of the responses file is usable, before a page is rendered on nothing. Failed calls are
     not kept as answers: the next run asks them again."""
@@ -111,11 +119,16 @@ def refuse_unusable(responses: str | Path, model: str, api_base: str | None = No
     usable = (status == "ok") & one["confidence"].notna() if "confidence" in one else status == "ok"
     if len(one) and usable.any():
         return
+    from metacog.elicit.failures import describe as what_failed
+    from metacog.elicit.redaction import redact_url
+
     n, failed = len(one), int((status == "error").sum())
-    where = f" at {api_base}" if api_base else ""
-    what = (f"all {n} calls to {model}{where} failed (is the server up?)" if n and failed == n
-            else f"none of the {n} replies of {model} could be used ({failed} failed calls, the rest "
-                 f"unparsable or without a confidence)")
+    where = redact_url(api_base) if api_base else None
+    errors = one.loc[status == "error", "error"].fillna("") if "error" in one else pd.Series([""] * failed)
+    why = what_failed(errors, n, timeout=timeout) if failed else ""
+    what = (f"all {n} calls to {model}{' at ' + where if where else ''} failed: {why}" if n and failed == n
+            else f"none of the {n} replies of {model} could be used ({why + '; ' if why else ''}"
+                 f"{n - failed} unparsable or without a confidence)")
     raise ValueError(f"{what}; no page was made and nothing was lost: failed calls are asked again, "
                      f"so rerun the same command once the model answers.")
 
