@@ -25,6 +25,12 @@ from scipy import stats as sps
 
 from metacog.stats.calibration import smooth_ece_columns
 
+#: Fewest items a placement needs (the gate's ``min_items``), and correct and wrong answers.
+MIN_ITEMS, MIN_CLASS = 30, 10
+#: The level and power of the minimum detectable difference, and the family-wise level of Holm's
+#: correction over the panel's tests.
+ALPHA, POWER = 0.05, 0.8
+
 METRICS = ("auroc", "ece", "smece", "brier", "accuracy")
 HIGHER_IS_BETTER = {"auroc": True, "ece": False, "smece": False, "brier": False, "accuracy": True}
 #: How the page names each metric.
