@@ -326,13 +326,17 @@ def _miscalibration(p: dict) -> list[Found]:
     read = [(_panel_name(s), _source_design(s)) for s in frames]
     if p.get("probe_models"):
         responses = hm.probe_log(p["probe_run"], p["probe_models"], seed=p["seed"])
-        studies = hm.probe_studies(responses, p["probe_models"], audit.load_frame(),
-                                   n_per_group=p["n_per_group"], n_sweep=p["n_sweep"], seed=p["seed"])
+        pick = hm.group_answerer(p["probe_run"], seed=p["seed"])
+        groups = hm.probe_groups(p["group_run"], pick["model"], n_per_group=p["n_per_group"], seed=p["seed"],
+                                 threshold=p["threshold"])
+        studies = hm.probe_studies(groups, p["probe_models"], audit.load_frame(), n_sweep=p["n_sweep"],
+                                   seed=p["seed"], skip_missing=True)
         if studies:
             table = hm.hidden_table(studies, n_boot=p["n_boot"], seed=p["seed"])
             c0 = design_of(p["probe_run"], "c0")
             words = ("hidden-state displacement under Gaussian embedding noise; confident hits and errors "
-                     "from the run's C0 answers")
+                     f"inherited from one frozen audit log, {short(pick['model'])}'s C0 answers on "
+                     f"{p['group_run']}")
             gate = hm.gate(responses)
             for v in hm.hidden_verdicts(table, gate):
                 model = v.claim.split(": ", 1)[0]
