@@ -274,7 +274,7 @@ def test_probe_chance_sentence_agrees_with_one_model():
                          "accuracy": [0.52, 0.81]})
     one = hm.probe_chance_sentence(gate, ["local/a"])
     assert one.startswith("The one probed model answers the audit at chance by the adequacy gate (")
-    assert "81" not in one and "for it an OCW-against-CC contrast near zero is expected" in one
+    assert "81" not in one and "for it the OCW-against-CC contrast, whatever its size, says nothing" in one
     assert "null by construction" not in one and "they are the audit log's" in one
     two = hm.probe_chance_sentence(gate, ["local/a", "local/b"])
     assert two.startswith("1 of the 2 probed models (local/a) answers the audit at chance")

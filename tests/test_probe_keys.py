@@ -180,6 +180,7 @@ def test_study_replays_from_the_default_folder_without_recomputing(groups, items
     studies = hidden.probe_studies(groups, MODELS, items, n_sweep=PARAMS["n_sweep"], seed=PARAMS["seed"],
                                    skip_missing=True)
     assert list(studies) == complete  # a model with a batch missing is left out, never recomputed
+    assert "smollm2-135m" in complete  # recorded in full on the audit log's groups (runs.yml)
     for m, st in studies.items():
         assert set(st.probe["condition"]) == {"plain", "self_critique", "length_control"}
         assert sorted(st.sweep["sigma"].unique()) == sorted(study.SWEEP_SIGMAS)

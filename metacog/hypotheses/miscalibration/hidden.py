@@ -225,9 +225,10 @@ def probe_chance_sentence(gate_table: pd.DataFrame | None, models) -> str:
     many = len(at) > 1
     return (f"{capital(which(at, len(list(models)), 'probed model'))} {verb(len(at), 'answers', 'answer')} "
             f"the audit at chance by the adequacy gate ({accs}). The groups do not depend on that — they "
-            f"are the audit log's — but a model that does not know the answers has no reason to treat the "
-            f"log's hits and errors differently, so for {'them' if many else 'it'} an OCW-against-CC "
-            f"contrast near zero is expected whatever paper 2's claim, and says nothing about it.")
+            f"are the audit log's — but a model that does not know the answers can only respond to how the "
+            f"two groups' texts differ, not to whether the log's answer was right, so for "
+            f"{'them' if many else 'it'} the OCW-against-CC contrast, whatever its size, says nothing about "
+            f"paper 2's claim.")
 
 
 def _row(table: pd.DataFrame, model: str, contrast: str) -> pd.Series:
@@ -322,8 +323,7 @@ def hidden_verdicts(table: pd.DataFrame, gate_table: pd.DataFrame) -> list:
     prompt beside it. (1) is "insufficient evidence" (the data cannot tell) with fewer than
     paper 2's :data:`MIN_GROUP_ITEMS` items in either group, whatever the interval. Both are kept
     out when the probed model answers at chance, like every verdict in the chapter: a model that
-    does not know the answers has no reason to treat the log's hits and errors differently, and
-    says nothing about how a knowing model's hidden state reacts to self-critique. The reason
+    does not know the answers can only respond to how the groups' texts differ, and says nothing about how a knowing model's hidden state reacts to self-critique. The reason
     quotes each model's accuracy and size (:func:`at_chance_reason`)."""
     chance = dict(zip(gate_table["model"].map(short), gate_table["at_chance"]))
     acc = {short(r.model): r for r in gate_table.itertuples()}
@@ -342,8 +342,8 @@ def hidden_verdicts(table: pd.DataFrame, gate_table: pd.DataFrame) -> list:
         elif guessing:
             v = dataclasses.replace(v, status=INSUFFICIENT, basis="", reason=(
                 f"{why}: the CC / OCW items are the audit log's, but a model that does not know the answers "
-                f"has no reason to treat the log's hits and errors differently, so an interval near zero "
-                f"says nothing about paper 2's claim"))
+                f"can only respond to how the two groups' texts differ, not to whether the log's answer was "
+                f"right, so its interval, wherever it lies, says nothing about paper 2's claim"))
         out.append(v)
         b = _row(table, model, "self_critique - length_control")
         d = decide(f"{model}: self-critique damps the perturbation beyond its length",
