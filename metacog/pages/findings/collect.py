@@ -340,9 +340,7 @@ def _miscalibration(p: dict) -> list[Found]:
             gate = hm.gate(responses)
             for v in hm.hidden_verdicts(table, gate):
                 model = v.claim.split(": ", 1)[0]
-                how = (f"{words}, read from its first-token P(Yes) ({P_YES_ELICITATION})" if _is_p_yes(model)
-                       else f"{words} (its stated answers and P(correct))")
-                d = Design(c0.timing, how, c0.temperature, c0.prompt, c0.basis)
+                d = Design(c0.timing, words, c0.temperature, c0.prompt, c0.basis)
                 if _is_p_yes(model):
                     from metacog.hypotheses.miscalibration.hidden import PAPER_PROBE_SIZES
                     v = _with_note(v, _p_yes_note(model, "", gate, None,
