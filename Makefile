@@ -18,8 +18,9 @@ endif
 
 # Which recorded runs `make elicit` asks (default: all of data/responses/runs.yml).
 RUNS ?=
-# Which local models `make probe` records the hidden-state study for (their words; the P(Yes)
-# answerer of Qwen2.5-Coder-1.5B on fewer items, its CPU cost in data/responses/runs.yml).
+# Which local models `make probe` records the hidden-state study for. Every model reads the same
+# 12 CC + 12 OCW items, inherited from one frozen audit log (the most accurate audit answerer's C0
+# answers); Qwen2.5-Coder-1.5B sweeps sigma on fewer items (its CPU cost in data/responses/runs.yml).
 PROBE_MODELS ?= smollm2-135m qwen2.5-coder-0.5b
 
 book: venv-book
@@ -76,7 +77,7 @@ elicit: venv-local
 # condition, so a killed run redoes at most one batch).
 probe: venv-test
 	$(BIN)/metacog probe $(PROBE_MODELS)
-	$(BIN)/metacog probe "qwen2.5-coder-1.5b · P(Yes)" --n-per-group 5 --n-sweep 2
+	$(BIN)/metacog probe "qwen2.5-coder-1.5b · P(Yes)" --n-sweep 4
 
 # Debian packages the tests use: headless Chromium for the rendering test, R with psych for the
 # live comparison with R (the committed fixtures are checked either way).

@@ -103,10 +103,10 @@ def test_equivalence(ci, status):
     assert v.status == status
 
 
-def _study(ocw_shift=0.0, seed=0):
+def _study(ocw_shift=0.0, seed=0, n_items=24):
     rng = np.random.default_rng(seed)
     rows = []
-    for k in range(16):
+    for k in range(n_items):
         group = "OCW" if k % 2 else "CC"
         base = rng.uniform(0.9, 1.1, size=6)
         for layer in range(6):
@@ -114,7 +114,7 @@ def _study(ocw_shift=0.0, seed=0):
             for cond, f in (("plain", 1.0), ("self_critique", 0.8), ("length_control", 0.9)):
                 rows.append({"condition": cond, "prompt_id": f"i{k}", "layer": layer, "group": group,
                              "displacement": d * f})
-    groups = pd.DataFrame({"item_id": [f"i{k}" for k in range(16)]})
+    groups = pd.DataFrame({"item_id": [f"i{k}" for k in range(n_items)]})
     return study.Study(groups=groups, probe=pd.DataFrame(rows), sweep=pd.DataFrame())
 
 
@@ -126,15 +126,33 @@ def _gate(at_chance):
 def test_hidden_verdicts_respect_the_gate_and_the_planted_effects():
     table = hm.hidden_table({"m": _study()}, n_boot=300)
     sc = table.set_index("contrast").loc["self_critique - length_control"]
-    assert sc["estimate"] == pytest.approx(0.8 / 0.9 - 1) and sc["ci_high"] < 0 and sc["items"] == 16
+    assert sc["estimate"] == pytest.approx(0.8 / 0.9 - 1) and sc["ci_high"] < 0 and sc["items"] == 24
     assert hm.damping(table, "m") == "self-critique damps the perturbation by more than its length alone"
     stable, damps = hm.hidden_verdicts(table, _gate(False))
     assert stable.status == SUPPORTED and damps.status == SUPPORTED
-    assert stable.n == {"CC items": 8, "OCW items": 8}
+    assert stable.n == {"CC items": 12, "OCW items": 12}
     at_chance = hm.hidden_verdicts(table, _gate(True))[0]
-    assert at_chance.status == INSUFFICIENT and "null by construction" in at_chance.reason
+    assert at_chance.status == INSUFFICIENT and "null by construction" not in at_chance.reason
+    assert "the CC / OCW items are the audit log's" in at_chance.reason
     fragile = hm.hidden_verdicts(hm.hidden_table({"m": _study(ocw_shift=0.5)}, n_boot=300), _gate(False))[0]
     assert fragile.status == NOT_SUPPORTED
+
+
+def test_equivalence_on_fewer_items_than_paper_2s_cannot_tell_whatever_the_interval():
+    # 5 + 5 items with no group effect: the interval lies well inside the margin, yet with fewer
+    # items per group than paper 2's 12 + 12 the verdict is that the data cannot tell
+    small = hm.hidden_table({"m": _study(n_items=10)}, n_boot=300)
+    g = small.set_index("contrast").loc["OCW - CC (plain)"]
+    assert (g["n_cc"], g["n_ocw"]) == (5, 5)
+    assert -hm.EQUIVALENCE_MARGIN < g["ci_low"] and g["ci_high"] < hm.EQUIVALENCE_MARGIN
+    stable = hm.hidden_verdicts(small, _gate(False))[0]
+    assert stable.status == INSUFFICIENT
+    assert "only 5 CC items; at least 12 are needed" in stable.reason
+    assert "paper 2's 12 + 12" in stable.reason and stable.reason.endswith("so the data cannot tell")
+    # eleven a group is still short; twelve (paper 2's count) is judged on its interval
+    eleven = hm.hidden_verdicts(hm.hidden_table({"m": _study(n_items=22)}, n_boot=300), _gate(False))[0]
+    assert eleven.status == INSUFFICIENT
+    assert hm.hidden_verdicts(hm.hidden_table({"m": _study(n_items=24)}, n_boot=300), _gate(False))[0].status == SUPPORTED
 
 
 def population(n_items=400, n_models=20, item_specific=False, seed=0):
@@ -201,7 +219,8 @@ def test_verdict_paragraph_names_each_claim_once():
     v = hm.hidden_verdicts(hm.hidden_table({"m": _study()}, n_boot=100), _gate(True))
     text = hm.verdict_paragraph(v)
     assert text.count("“Confident errors are as stable as confident hits”") == 1
-    assert "insufficient evidence for m" in text and "null by construction" in text
+    assert "insufficient evidence for m" in text and "null by construction" not in text
+    assert "says nothing about paper 2's claim" in text
 
 
 def test_chapter_runs_on_a_small_synthetic_source(tmp_path):
@@ -254,10 +273,12 @@ def test_probe_chance_sentence_agrees_with_one_model():
     gate = pd.DataFrame({"model": ["local/a", "local/b"], "at_chance": [True, False],
                          "accuracy": [0.52, 0.81]})
     one = hm.probe_chance_sentence(gate, ["local/a"])
-    assert one.startswith("The one probed model answers the probed items at chance by the adequacy gate (")
-    assert "81" not in one and "it the OCW-against-CC contrast" in one
+    assert one.startswith("The one probed model answers the audit at chance by the adequacy gate (")
+    assert "81" not in one and "for it the OCW-against-CC contrast, whatever its size, says nothing" in one
+    assert "null by construction" not in one and "they are the audit log's" in one
     two = hm.probe_chance_sentence(gate, ["local/a", "local/b"])
-    assert two.startswith("1 of the 2 probed models (local/a) answers the probed items at chance")
+    assert two.startswith("1 of the 2 probed models (local/a) answers the audit at chance")
+    assert hm.probe_chance_sentence(gate, ["local/b"]) == "Every probed model answers the audit above chance."
 
 
 def _two_gate(chance_a, chance_b):

@@ -62,8 +62,8 @@ def test_reaim_replaces_sources_and_empties_what_reads_recorded_runs(tmp_path):
     mc = serving.reaim("miscalibration", {"sources": ["audit_policies"], "cuts": {"audit_policies": 0.5},
                                           "probe_run": "audit_policies", "probe_models": ["smollm2-135m"],
                                           "n_per_group": {"smollm2-135m": 8}, "n_sweep": {}, "lam": 1.0}, frames)
-    assert mc == {"sources": [path], "cuts": {}, "probe_run": "", "probe_models": [], "n_per_group": {},
-                  "n_sweep": {}, "lam": 1.0}
+    assert mc == {"sources": [path], "cuts": {}, "probe_run": "", "group_run": "", "probe_models": [],
+                  "n_per_group": 0, "n_sweep": {}, "lam": 1.0}
     rt = serving.reaim("reasoning_text", {"sources": ["squad:prospective"], "answer_sources": ["squad:answer"],
                                           "sampled_run": "legalbench_sampled", "outcome_run": "legalbench"}, frames)
     assert rt == {"sources": [f"{path}:c2"], "answer_sources": [], "sampled_run": "", "outcome_run": ""}

@@ -22,7 +22,8 @@ CHAPTERS = ("rank_one", "pairwise", "shortcut", "power", "reasoning_text", "misc
 #: Parameters that read the book's own recorded runs rather than ``sources``, with the value
 #: that switches their section off on another panel.
 DETACHED = {
-    "miscalibration": {"probe_run": "", "probe_models": [], "n_per_group": {}, "n_sweep": {}},
+    "miscalibration": {"probe_run": "", "group_run": "", "probe_models": [], "n_per_group": 0,
+                       "n_sweep": {}},
     "reasoning_text": {"sampled_run": "", "outcome_run": "", "answer_sources": []},
 }
 

@@ -1,20 +1,23 @@
 """The miscalibration chapter's hidden-state study, recorded once and replayed by the book.
 
-Design (paper 2, on the local panel): from one model's forced-answer (C0) log on the
-audit set, draw ``n_per_group`` confident-correct (CC) and overconfident-wrong (OCW)
-items; probe each under three prompts — the plain C0 prompt, the C2 self-critique
-prompt, and the plain prompt padded to the self-critique prompt's length (a control
-for prompt length) — with Gaussian embedding noise (sigma = 0.01 x the embedding RMS,
-40 trials as one batch); and sweep sigma on a few of the plain prompts.
+Design (paper 2, section 4 "internal probe", on the local panel): the confident-correct (CC)
+and overconfident-wrong (OCW) groups are inherited from ONE frozen audit log — one answerer's
+forced-answer (C0) answers at confidence >= 0.8 (paper 2: gpt-4.1-mini's; here the book's most
+accurate audit answerer, chosen by the chapter) — and not recomputed from each probed model's
+own answers: :func:`select_items` draws up to ``n_per_group`` items of each group (paper 2's
+denser checks: 12 + 12), and the same item texts run through every probed model. Each item is
+probed under three prompts — the plain C0 prompt, the C2 self-critique prompt, and the plain
+prompt padded to the self-critique prompt's length (a control for prompt length) — with
+Gaussian embedding noise (sigma = 0.01 x the embedding RMS, 40 trials as one batch), and the
+plain prompt is swept over sigma on up to ``n_sweep`` items of each group.
 
-Every probe goes through :func:`metacog.probe.probe_cached`, whose parquet files
-live in ``data/probe/``: ``metacog probe <model>`` (or
-``make probe``) records them with torch installed, on the log the chapter reads; the book
-calls :func:`study` with ``compute=False`` and never imports torch.
+Every probe goes through :func:`metacog.probe.probe_cached`, in batches of :data:`CHUNK` items
+of one group (:func:`chunks`: one parquet file each in ``data/probe/``, so a killed recording
+redoes at most one batch): ``metacog probe <model>`` (or ``make probe``) records them with torch
+installed; the book calls :func:`study` with ``compute=False`` and never imports torch.
 
-A probed model may be an *answerer* named ``'<model> · P(Yes)'``: its CC / OCW groups come
-from its first-token P(Yes) read as answer and confidence (:mod:`metacog.stats.p_yes`), which
-the responses table must then hold; the network probed is ``<model>`` itself.
+A probed model may be an *answerer* named ``'<model> · P(Yes)'``: the network probed is
+``<model>`` itself; the name only says which reading of the model the chapter's gate judges.
 """
 
 from __future__ import annotations
@@ -26,10 +29,14 @@ import pandas as pd
 
 from metacog.stats.p_yes import LABEL as P_YES_LABEL
 from metacog.probe import (HIGH_CONFIDENCE, N_TRIALS, SIGMA, build_prompts, confidence_groups, group_difference,
-                           length_control, paired_difference, probe_conditions, sigma_sweep, unload_models)
+                           length_control, paired_difference, probe_cached)
 
 CONDITIONS = ("plain", "self_critique", "length_control")
 SWEEP_SIGMAS = (0.003, 0.01, 0.03, 0.1)
+#: Paper 2's items per group in its denser checks (12 CC + 12 OCW per model).
+PAPER_GROUP_ITEMS = 12
+#: Items of one group per recorded batch (one cache file).
+CHUNK = 4
 #: The prompt contrasts a - b that :meth:`Study.contrasts` reports.
 CONTRASTS = (("self_critique", "plain"), ("length_control", "plain"), ("self_critique", "length_control"))
 
@@ -168,44 +175,82 @@ def network(model: str) -> str:
     return str(model).split("/")[-1].removesuffix(P_YES_LABEL)
 
 
-def select_items(responses: pd.DataFrame, model: str, n_per_group: int = 8, seed: int = 0,
+def select_items(log: pd.DataFrame, answerer: str, n_per_group: int = PAPER_GROUP_ITEMS, seed: int = 0,
                  threshold: float = HIGH_CONFIDENCE) -> pd.DataFrame:
-    """Up to ``n_per_group`` CC and OCW items of ``model``'s C0 answers, drawn with ``seed``."""
-    own = responses[(responses["model"] == model) & (responses["probe"] == "c0")]
+    """Up to ``n_per_group`` CC and OCW items of ``answerer``'s C0 answers in ``log``, drawn with
+    ``seed``: the frozen audit log the probe inherits its groups from.
+
+    One row per item: item_id, group, confidence, correct, ``draw`` (0, 1, ... in the order the
+    items were drawn within their group, so the first k of a larger draw are the draw of k) and
+    ``answerer``. CC first, then OCW, each in draw order.
+    """
+    own = log[(log["model"] == answerer) & (log["probe"] == "c0")]
     if own.empty:
-        raise ValueError(f"select_items: no C0 rows for model {model!r}; models in the table: "
-                         f"{sorted(responses['model'].unique())}.")
+        raise ValueError(f"select_items: no C0 rows for answerer {answerer!r} in the group log; "
+                         f"answerers in it: {sorted(log['model'].unique())}.")
     groups = confidence_groups(own, threshold=threshold, probe="c0")
-    picked = (groups.sample(frac=1.0, random_state=seed).groupby("group").head(n_per_group)
-              .sort_values(["group", "item_id"]).reset_index(drop=True))
-    return picked
+    shuffled = groups.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    shuffled["draw"] = shuffled.groupby("group").cumcount()
+    picked = shuffled[shuffled["draw"] < n_per_group]
+    order = picked["group"].map({"CC": 0, "OCW": 1})
+    return (picked.assign(_o=order).sort_values(["_o", "draw"]).drop(columns="_o")
+            .assign(answerer=answerer).reset_index(drop=True))
 
 
-def study(model: str, responses: pd.DataFrame, items, *, n_per_group: int = 8, n_sweep: int = 4,
+def chunks(groups: pd.DataFrame, n_per_group: int | None = None, size: int = CHUNK) -> list[list[str]]:
+    """The item ids of ``groups`` in the batches the probe records (one cache file each): per
+    group, its first ``n_per_group`` items in draw order, ``size`` at a time. A killed recording
+    redoes at most one batch, and a batch is the same for any larger draw."""
+    out = []
+    for _, g in groups.groupby("group", sort=True):
+        ids = list(g.sort_values("draw")["item_id"])[:n_per_group]
+        out += [ids[i:i + size] for i in range(0, len(ids), size)]
+    return out
+
+
+def _probe_batches(name: str, prompts: pd.Series, batches, sigma: float, **kw) -> pd.DataFrame:
+    parts = [probe_cached(name, prompts.loc[b], sigma, **kw) for b in batches if b]
+    return pd.concat(parts, ignore_index=True)
+
+
+def study(model: str, groups: pd.DataFrame, items, *, n_sweep: int = PAPER_GROUP_ITEMS,
           sigma: float = SIGMA, n_trials: int = N_TRIALS, seed: int = 0,
           sweep_sigmas=SWEEP_SIGMAS, compute: bool = False, cache=None) -> Study:
     """Run (``compute=True``) or replay (``compute=False``) the study for one local model.
 
-    ``model`` is a panel name such as 'smollm2-135m'; ``responses`` the audit run with
-    rows for 'local/<model>'; ``items`` the audit items (a list of Items or a frame).
+    ``model`` is a panel name such as 'smollm2-135m' (or a P(Yes) answerer, probed on its
+    network); ``groups`` the CC / OCW items of :func:`select_items` — the same for every probed
+    model, so every model reads the same item texts; ``items`` the audit items (a list of Items
+    or a frame). The sigma sweep runs the plain prompt on the first ``n_sweep`` items of each
+    group; its row at ``sigma`` is the plain condition's own (same prompts, same noise).
     """
-    groups = select_items(responses, f"local/{model}" if "/" not in model else model,
-                          n_per_group, seed)
     ids = list(groups["item_id"])
     frame = items if isinstance(items, pd.DataFrame) else pd.DataFrame(
         [{"item_id": i.item_id, "question": i.question} for i in items])
     chosen = frame[frame["item_id"].astype(str).isin(ids)][["item_id", "question"]]
+    absent = sorted(set(ids) - set(chosen["item_id"].astype(str)))
+    if absent:
+        raise ValueError(f"items: no question for item(s) {absent[:3]} of the probe's groups; pass the "
+                         f"audit items the group log was asked (metacog.benchmarks.audit.load_frame()).")
     name = network(model)
     conditions = {
         "plain": build_prompts(chosen, "c0").loc[ids],
         "self_critique": build_prompts(chosen, "c2").loc[ids],
         "length_control": length_control(chosen, "c0", "c2").loc[ids],
     }
-    probe = probe_conditions(name, conditions, sigma=sigma, n_trials=n_trials, seed=seed,
-                                    compute=compute, cache=cache)
+    kw = dict(n_trials=n_trials, seed=seed, compute=compute, cache=cache)
+    batches = chunks(groups)
+    probe = pd.concat([_probe_batches(name, p, batches, sigma, **kw).assign(condition=c)
+                       for c, p in conditions.items()], ignore_index=True)
     probe = probe.merge(groups[["item_id", "group"]], left_on="prompt_id", right_on="item_id",
                         how="left").drop(columns="item_id")
-    sweep_ids = ids[:n_sweep]
-    sweep = sigma_sweep(name, conditions["plain"].loc[sweep_ids], sweep_sigmas, n_trials=n_trials,
-                               seed=seed, compute=compute, cache=cache)
-    return Study(groups=groups, probe=probe, sweep=sweep)
+    swept = chunks(groups, n_sweep)
+    keep = {i for b in swept for i in b}
+    parts = []
+    for s in sweep_sigmas:
+        if float(s) == float(sigma):
+            plain = probe[(probe["condition"] == "plain") & probe["prompt_id"].isin(keep)]
+            parts.append(plain.drop(columns=["condition", "group"]))
+        else:
+            parts.append(_probe_batches(name, conditions["plain"], swept, s, **kw))
+    return Study(groups=groups, probe=probe, sweep=pd.concat(parts, ignore_index=True))

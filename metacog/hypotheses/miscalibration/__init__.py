@@ -9,7 +9,7 @@ Three parts, each on any source that has what it needs:
   marked, and out of the verdicts;
 - the hidden-state study replayed from ``data/probe/``, in
   :mod:`metacog.hypotheses.miscalibration.hidden` (re-exported here: :func:`hidden_table`,
-  :func:`hidden_verdicts`, :func:`damping`, :func:`probe_log`);
+  :func:`hidden_verdicts`, :func:`damping`, :func:`probe_log`, :func:`probe_groups`);
 - confident errors across a population of models, in
   :mod:`metacog.hypotheses.miscalibration.population`.
 
@@ -34,8 +34,9 @@ from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, d
 
 from metacog.hypotheses.miscalibration.sources import PolicyFrames, policy_frames  # noqa: F401
 from metacog.hypotheses.miscalibration.hidden import (  # noqa: F401  (the chapter's one namespace)
-    EQUIVALENCE_MARGIN, MIN_GROUP_ITEMS, damping, display_hidden, equivalent, hidden_table,
-    hidden_verdicts, probe_chance_sentence, probe_log, probe_studies, sizes_sentence, sweep_sentence)
+    EQUIVALENCE_MARGIN, MIN_GROUP_ITEMS, audit_answerers, damping, display_hidden, equivalent,
+    group_answerer, groups_sentence, hidden_table, hidden_verdicts, probe_chance_sentence, probe_groups,
+    probe_log, probe_studies, recorded_sentence, sweep_sentence)
 
 #: Abstaining on an item costs (0.5 - y)^2 = 0.25 whatever the label.
 ABSTAIN_LOSS = 0.25

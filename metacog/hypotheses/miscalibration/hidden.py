@@ -1,11 +1,14 @@
 """The miscalibration chapter's hidden-state part: the study recorded in ``data/probe/``
 (:mod:`metacog.probe.study`), replayed without torch, as contrasts with intervals and verdicts.
 
-:func:`hidden_table` gives one relative change per model and contrast with a bootstrap
-interval over items; :func:`damping` reads the prompt contrasts; :func:`hidden_verdicts`
-decides "confident errors are as stable as confident hits" (an equivalence claim,
-:func:`equivalent`, kept out for models at chance) and "self-critique damps the
-perturbation beyond its length".
+As in paper 2 the CC / OCW groups come from one frozen audit log: :func:`group_answerer` picks
+the most accurate audit answerer of a run (one the adequacy gate passes), :func:`probe_groups`
+draws its confident hits and errors from its C0 log, and every probed model reads those same
+item texts (:func:`probe_studies`). :func:`hidden_table` gives one relative change per model
+and contrast with a bootstrap interval over items; :func:`damping` reads the prompt contrasts;
+:func:`hidden_verdicts` decides "confident errors are as stable as confident hits" (an
+equivalence claim, :func:`equivalent`, never judged on fewer items per group than paper 2's)
+and "self-critique damps the perturbation beyond its length".
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from metacog.hypotheses.common import short_model as short
 from metacog.tidy.phrasing import capital, join, percent, verb, which
 from metacog.tidy.report import fmt_num, fmt_range
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, decide
+from metacog.probe.study import PAPER_GROUP_ITEMS
 
 #: "As stable": OCW and CC displacement within this relative distance of each other.
 EQUIVALENCE_MARGIN = 0.10
-#: Fewer items per group than this and a displacement contrast is not judged.
-MIN_GROUP_ITEMS = 5
+#: Fewer items per group than paper 2's (12 CC + 12 OCW) and a displacement contrast is not judged.
+MIN_GROUP_ITEMS = PAPER_GROUP_ITEMS
 
 
 CONTRAST_NAMES = {"self_critique - plain": "self-critique against plain",
@@ -66,27 +70,110 @@ def per_model(setting, model: str, name: str) -> int:
     return int(setting)
 
 
-def probe_studies(responses: pd.DataFrame, probe_models, items, *, n_per_group=8, n_sweep=4,
-                  seed: int = 0, compute: bool = False) -> dict:
-    """{model: :class:`metacog.probe.study.Study`}: replayed from ``data/probe/`` (no torch), or
-    recorded there with ``compute=True``. ``responses`` is :func:`probe_log`'s table;
-    ``n_per_group`` and ``n_sweep`` are one number, or one per model (a dict)."""
+def audit_answerers(run: str, *, seed: int = 0) -> pd.DataFrame:
+    """Every answerer of ``run``'s C0 answers — each model's words and, where it recorded one, its
+    first-token P(Yes) read as an answer (the chapter's reading) — with its accuracy, exact 95%
+    interval and the adequacy gate, most accurate first. Columns model, items, accuracy, ci_low,
+    ci_high, at_chance."""
+    from metacog.hypotheses.adequacy import adequacy
+    from metacog.hypotheses.miscalibration.sources import policy_frames
+
+    frame = policy_frames([run], read_p_yes=True, seed=seed).frames.get(run)
+    if frame is None:
+        raise ValueError(f"run {run!r} carries no C0/C1/C2 policy answers, so it has no audit "
+                         f"answerer; name an audit run of data/responses/runs.yml (e.g. audit_policies).")
+    g = adequacy(frame[frame["probe"].astype(str) == "c0"], probe="c0")
+    g = g.assign(at_chance=~g["carries_signal"])
+    cols = ["model", "items", "accuracy", "ci_low", "ci_high", "at_chance"]
+    return g[cols].sort_values(["accuracy", "model"], ascending=[False, True]).reset_index(drop=True)
+
+
+def group_answerer(run: str, *, seed: int = 0) -> pd.Series:
+    """The most accurate answerer of ``run`` (:func:`audit_answerers`), as its row; an error
+    when none passes the adequacy gate (its confident hits and errors would be guesses)."""
+    table = audit_answerers(run, seed=seed)
+    ok = table[~table["at_chance"]]
+    if ok.empty:
+        raise ValueError(f"run {run!r}: no answerer beats chance (best: {table['model'].iloc[0]} at "
+                         f"{table['accuracy'].iloc[0]:.3f}), so its CC / OCW groups would be guesses; "
+                         f"name a run with an answerer the adequacy gate passes.")
+    return ok.iloc[0]
+
+
+def probe_groups(run: str, answerer: str, *, n_per_group: int = MIN_GROUP_ITEMS, seed: int = 0,
+                 threshold: float = 0.8) -> pd.DataFrame:
+    """The probe's CC and OCW items: up to ``n_per_group`` of each from ``answerer``'s C0 answers in
+    ``run`` at confidence >= ``threshold`` (:func:`metacog.probe.study.select_items`; a P(Yes)
+    answerer read as the chapter reads it), with a ``run`` column. One frozen log for every
+    probed model, as in paper 2."""
+    from metacog.hypotheses.miscalibration.sources import policy_frames
     from metacog.probe import study
-    return {m: study.study(m, responses, items, n_per_group=per_model(n_per_group, m, "n_per_group"),
-                           n_sweep=per_model(n_sweep, m, "n_sweep"), seed=seed, compute=compute)
-            for m in probe_models}
+
+    frame = policy_frames([run], read_p_yes=True, seed=seed).frames.get(run)
+    if frame is None:
+        raise ValueError(f"group run {run!r} carries no C0/C1/C2 policy answers; name an audit run of "
+                         f"data/responses/runs.yml (e.g. audit_full).")
+    name = answerer if "/" in answerer else f"local/{answerer}"
+    return study.select_items(frame, name, n_per_group, seed, threshold).assign(run=run)
 
 
-def sizes_sentence(probe_models, n_per_group) -> str:
-    """How many CC and OCW items each probed model was asked for, in words."""
-    from collections import defaultdict
+def probe_studies(groups: pd.DataFrame, probe_models, items, *, n_sweep=MIN_GROUP_ITEMS, seed: int = 0,
+                  compute: bool = False, skip_missing: bool = False) -> dict:
+    """{model: :class:`metacog.probe.study.Study`} on the same ``groups`` (:func:`probe_groups`) for
+    every model: replayed from ``data/probe/`` (no torch), or recorded there with ``compute=True``.
+    ``n_sweep`` (items per group in the sigma sweep) is one number, or one per model (a dict).
+    ``skip_missing`` leaves out, instead of failing on, a model whose files are not recorded."""
+    from metacog.probe import study
 
-    by = defaultdict(list)
+    out = {}
     for m in probe_models:
-        by[per_model(n_per_group, m, "n_per_group")].append(m)
-    if len(by) == 1:
-        return str(next(iter(by)))
-    return join([f"{n} ({join(list(ms))})" for n, ms in sorted(by.items(), reverse=True)])
+        try:
+            out[m] = study.study(m, groups, items, n_sweep=per_model(n_sweep, m, "n_sweep"), seed=seed,
+                                 compute=compute)
+        except FileNotFoundError:
+            if not skip_missing or compute:
+                raise
+    return out
+
+
+def groups_sentence(groups: pd.DataFrame, answerers: pd.DataFrame, log_answerers: pd.DataFrame,
+                    choose_run: str, probed) -> str:
+    """Where the probe's groups come from, in words: the answerer, why it (its accuracy against the
+    others' on ``choose_run``), its accuracy on the group log and the CC / OCW counts."""
+    from metacog.data.responses import source_name
+    from metacog.probe.study import network
+    from metacog.tidy.report import fmt_ci
+
+    who = groups["answerer"].iloc[0]
+    run = groups["run"].iloc[0]
+    mine = answerers[answerers["model"] == who].iloc[0]
+    others = answerers[answerers["model"] != who]
+    log = log_answerers[log_answerers["model"] == who].iloc[0]
+    counts = groups["group"].value_counts()
+    same = [short(m) for m in probed if network(m) == network(who)]
+    tail = (f" For {join(same)} the log comes from the probed network itself, so on that row the groups "
+            f"are also the model's own answers." if same else "")
+    return (f"The groups are inherited from one frozen audit log, the C0 answers of {short(who)}: "
+            f"the most accurate audit answerer on {source_name(choose_run)} (accuracy "
+            f"{fmt_ci(mine.accuracy, mine.ci_low, mine.ci_high, digits=3)} on "
+            f"{int(mine['items'])} items; the next best, {short(others['model'].iloc[0])}, "
+            f"{fmt_num(others['accuracy'].iloc[0], 3)}). Its log on {source_name(run)} (accuracy "
+            f"{fmt_ci(log.accuracy, log.ci_low, log.ci_high, digits=3)} on {int(log['items'])} items) "
+            f"gives {int(counts.get('CC', 0))} CC and {int(counts.get('OCW', 0))} OCW items, the same "
+            f"texts for every probed model.{tail}")
+
+
+def recorded_sentence(probe_models, recorded) -> str:
+    """Which probed models have the study recorded on the current groups, and which not (left out
+    of every table and verdict until ``metacog probe`` records them), in words."""
+    missing = [m for m in probe_models if m not in set(recorded)]
+    if not missing:
+        return ""
+    cmd = " ".join(f"'{m}'" if " " in m else m for m in missing)
+    had = f"Recorded on these groups so far: {join(list(recorded))}. " if recorded else ""
+    one = len(missing) == 1
+    return (f"{had}Not yet recorded: {join(missing)}, so {'it is' if one else 'they are'} left out of the "
+            f"tables, figures and verdicts below until `metacog probe {cmd}` records {'it' if one else 'them'}.")
 
 
 def hidden_table(studies: dict, *, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
@@ -125,21 +212,23 @@ def sweep_sentence(studies: dict, *, n_boot: int = 2000, seed: int = 0) -> str:
 
 
 def probe_chance_sentence(gate_table: pd.DataFrame | None, models) -> str:
-    """One sentence on whether the probed models answer above chance (and what follows)."""
+    """One sentence on whether the probed models answer above chance, and what that means for the
+    OCW-against-CC contrast when the groups are the audit log's, not the model's."""
     if gate_table is None or not len(models):
         return ""
     at = [m for m in models if gate_table.loc[gate_table["model"].map(short) == short(m), "at_chance"].all()]
     if not at:
-        return "Every probed model answers above chance, so its CC and OCW items differ in knowledge."
+        return "Every probed model answers the audit above chance."
     accs = join([f"{short(m)} {fmt_num(a, pct=True)} correct"
                      for m, a in zip(gate_table["model"], gate_table["accuracy"])
                      if short(m) in {short(x) for x in at}])
     many = len(at) > 1
     return (f"{capital(which(at, len(list(models)), 'probed model'))} {verb(len(at), 'answers', 'answer')} "
-            f"the probed items at chance by the adequacy gate ({accs}): {'their' if many else 'its'} "
-            f"confident hits and confident errors are confident guesses that happen to match the label "
-            f"or not, so for {'them' if many else 'it'} the OCW-against-CC contrast is null by "
-            f"construction and says nothing about paper 2's claim.")
+            f"the audit at chance by the adequacy gate ({accs}). The groups do not depend on that — they "
+            f"are the audit log's — but a model that does not know the answers can only respond to how the "
+            f"two groups' texts differ, not to whether the log's answer was right, so for "
+            f"{'them' if many else 'it'} the OCW-against-CC contrast, whatever its size, says nothing about "
+            f"paper 2's claim.")
 
 
 def _row(table: pd.DataFrame, model: str, contrast: str) -> pd.Series:
@@ -228,13 +317,14 @@ def versus_plain(table: pd.DataFrame, model: str) -> str:
 
 def hidden_verdicts(table: pd.DataFrame, gate_table: pd.DataFrame) -> list:
     """Per probed model: (1) confident errors are as stable as confident hits (OCW - CC under the
-    plain prompt within ±:data:`EQUIVALENCE_MARGIN`); (2) self-critique damps the perturbation
-    beyond its length (self-critique against the length-matched prompt below 0), its reason
-    quoting paper 2's own contrast against the plain prompt beside it. Both are kept out
-    ("insufficient evidence") when the model answers at chance, like every verdict in the
-    chapter: its CC and OCW items are then both confident guesses, and a model that does not
-    know the answers says nothing about how a knowing model's hidden state reacts to
-    self-critique. The reason quotes each model's accuracy and size (:func:`at_chance_reason`)."""
+    plain prompt within ±:data:`EQUIVALENCE_MARGIN`, the groups inherited from the audit log);
+    (2) self-critique damps the perturbation beyond its length (self-critique against the
+    length-matched prompt below 0), its reason quoting paper 2's own contrast against the plain
+    prompt beside it. (1) is "insufficient evidence" (the data cannot tell) with fewer than
+    paper 2's :data:`MIN_GROUP_ITEMS` items in either group, whatever the interval. Both are kept
+    out when the probed model answers at chance, like every verdict in the chapter: a model that
+    does not know the answers can only respond to how the groups' texts differ, and says nothing about how a knowing model's hidden state reacts to self-critique. The reason
+    quotes each model's accuracy and size (:func:`at_chance_reason`)."""
     chance = dict(zip(gate_table["model"].map(short), gate_table["at_chance"]))
     acc = {short(r.model): r for r in gate_table.itertuples()}
     out = []
@@ -246,10 +336,14 @@ def hidden_verdicts(table: pd.DataFrame, gate_table: pd.DataFrame) -> list:
                        "relative OCW − CC displacement", g["estimate"], g["ci_low"], g["ci_high"],
                        margin=EQUIVALENCE_MARGIN, n={"CC items": int(g["n_cc"]), "OCW items": int(g["n_ocw"])},
                        min_counts={"CC items": MIN_GROUP_ITEMS, "OCW items": MIN_GROUP_ITEMS})
-        if guessing:
+        if v.basis == "counts":
+            v = dataclasses.replace(v, reason=(
+                f"{v.reason} (paper 2's {MIN_GROUP_ITEMS} + {MIN_GROUP_ITEMS}), so the data cannot tell"))
+        elif guessing:
             v = dataclasses.replace(v, status=INSUFFICIENT, basis="", reason=(
-                f"{why}, so its confident hits and confident errors are both confident guesses and "
-                f"the CC-vs-OCW comparison is null by construction"))
+                f"{why}: the CC / OCW items are the audit log's, but a model that does not know the answers "
+                f"can only respond to how the two groups' texts differ, not to whether the log's answer was "
+                f"right, so its interval, wherever it lies, says nothing about paper 2's claim"))
         out.append(v)
         b = _row(table, model, "self_critique - length_control")
         d = decide(f"{model}: self-critique damps the perturbation beyond its length",
@@ -280,27 +374,32 @@ def display_hidden(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Record the chapter's hidden-state study (torch): the same log, groups and prompts the
-    chapter replays, so the replay finds every probe in ``data/probe/``."""
+    """Record the chapter's hidden-state study (torch): the same frozen group log, groups and
+    prompts the chapter replays, so the replay finds every probe in ``data/probe/``. Resumable:
+    each batch of items is one cache file, and a recorded batch is never run again."""
     import argparse
 
     from metacog.benchmarks import audit
     from metacog.probe import unload_models
 
-    p = argparse.ArgumentParser(prog="metacog probe",
-                                description=main.__doc__)
+    p = argparse.ArgumentParser(prog="metacog probe", description=main.__doc__)
     p.add_argument("models", nargs="+", help="panel names, e.g. smollm2-135m, or "
                                              "'qwen2.5-coder-1.5b · P(Yes)' for a P(Yes) answerer")
-    p.add_argument("--run", default="audit_policies")
-    p.add_argument("--n-per-group", type=int, default=8)
-    p.add_argument("--n-sweep", type=int, default=4)
+    p.add_argument("--run", default="audit_policies",
+                   help="the audit run whose most accurate answerer gives the groups (the chapter's probe_run)")
+    p.add_argument("--group-run", default="audit_full",
+                   help="the run holding that answerer's frozen C0 log (the chapter's group_run)")
+    p.add_argument("--n-per-group", type=int, default=MIN_GROUP_ITEMS)
+    p.add_argument("--n-sweep", type=int, default=MIN_GROUP_ITEMS, help="items per group in the sigma sweep")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    responses = probe_log(args.run, args.models, seed=args.seed)
+    who = group_answerer(args.run, seed=args.seed)
+    groups = probe_groups(args.group_run, who["model"], n_per_group=args.n_per_group, seed=args.seed)
+    print(f"groups from {who['model']} on {args.group_run}: {groups['group'].value_counts().to_dict()}",
+          flush=True)
     items = audit.load_frame()
     for m in args.models:
-        s = probe_studies(responses, [m], items, n_per_group=args.n_per_group, n_sweep=args.n_sweep,
-                          seed=args.seed, compute=True)[m]
+        s = probe_studies(groups, [m], items, n_sweep=args.n_sweep, seed=args.seed, compute=True)[m]
         print(f"{m}: {len(s.groups)} items\n{s.summary().round(5)}", flush=True)
         unload_models()
     return 0

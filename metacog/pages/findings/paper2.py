@@ -139,19 +139,21 @@ def _miscalibration(p: dict) -> list[Found]:
     read = [(_panel_name(s), _source_design(s)) for s in frames]
     if p.get("probe_models"):
         responses = hm.probe_log(p["probe_run"], p["probe_models"], seed=p["seed"])
-        studies = hm.probe_studies(responses, p["probe_models"], audit.load_frame(),
-                                   n_per_group=p["n_per_group"], n_sweep=p["n_sweep"], seed=p["seed"])
+        pick = hm.group_answerer(p["probe_run"], seed=p["seed"])
+        groups = hm.probe_groups(p["group_run"], pick["model"], n_per_group=p["n_per_group"], seed=p["seed"],
+                                 threshold=p["threshold"])
+        studies = hm.probe_studies(groups, p["probe_models"], audit.load_frame(), n_sweep=p["n_sweep"],
+                                   seed=p["seed"], skip_missing=True)
         if studies:
             table = hm.hidden_table(studies, n_boot=p["n_boot"], seed=p["seed"])
             c0 = design_of(p["probe_run"], "c0")
             words = ("hidden-state displacement under Gaussian embedding noise; confident hits and errors "
-                     "from the run's C0 answers")
+                     f"inherited from one frozen audit log, {short(pick['model'])}'s C0 answers on "
+                     f"{p['group_run']}")
             gate = hm.gate(responses)
             for v in hm.hidden_verdicts(table, gate):
                 model = v.claim.split(": ", 1)[0]
-                how = (f"{words}, read from its first-token P(Yes) ({P_YES_ELICITATION})" if _is_p_yes(model)
-                       else f"{words} (its stated answers and P(correct))")
-                d = Design(c0.timing, how, c0.temperature, c0.prompt, c0.basis)
+                d = Design(c0.timing, words, c0.temperature, c0.prompt, c0.basis)
                 if _is_p_yes(model):
                     from metacog.hypotheses.miscalibration.hidden import PAPER_PROBE_SIZES
                     v = _with_note(v, _p_yes_note(model, "", gate, None,
