@@ -380,10 +380,10 @@ def run(name: str, sources: list[str], out: str | Path, *, parameters: dict | No
     relative to ``root`` or absolute. Source files may be given relative to the current
     directory; ``cuts`` keys are the sources as given. ``log`` takes progress lines.
 
-    >>> import metacog; from metacog.power.examples import example_responses, write_responses
+    >>> from metacog.power.examples import example_responses, write_responses
     >>> _ = write_responses(example_responses(n_models=6, n_items=200, seed=0), "panel.csv")
-    >>> r = run("rank_one", ["panel.csv"], "out", html=False, root=metacog.__path__[0] + "/..")
-    >>> r.notebook.name, "ro_designs" in set(r.summary()["name"])  # about a minute
+    >>> r = run("rank_one", ["panel.csv"], "out", html=False)  # in the checkout: about a minute
+    >>> r.notebook.name, "ro_designs" in set(r.summary()["name"])
     ('rank_one.ipynb', True)
     """
     root, out = book_root(root).resolve(), Path(out).resolve()

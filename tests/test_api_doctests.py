@@ -26,7 +26,8 @@ def test_the_page_lists_functions_that_exist():
 
 @pytest.mark.parametrize("dotted", TARGETS)
 def test_docstring_examples_run(dotted, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # files an example writes land here; the checkout is found from the env
+    monkeypatch.setenv("METACOG_PROJECT_ROOT", str(PAGE.parents[1]))
     obj = _object(dotted)
     finder = doctest.DocTestFinder(recurse=False)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
