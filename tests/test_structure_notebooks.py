@@ -21,6 +21,9 @@ def code_cells(text: str) -> list[str]:
     cells = []
     for body in CELL.findall(text):
         lines = body.splitlines()
+        if lines and lines[0].strip() == "---":  # a YAML block of cell options
+            end = lines.index("---", 1) if "---" in lines[1:] else 0
+            lines = lines[end + 1:]
         while lines and (lines[0].startswith(":") or not lines[0].strip()):
             lines.pop(0)
         cells.append("\n".join(lines))
@@ -49,6 +52,8 @@ def test_the_checker_sees_what_it_must_refuse():
     assert problems("x = hv.verdicts(res)") == []
     text = "```{code-cell} ipython3\n:tags: [remove-cell]\n\nx = 1\n```\n"
     assert code_cells(text) == ["x = 1"]
+    yaml_opts = "```{code-cell} ipython3\n---\nmystnb:\n  image:\n    alt: \"a\n      b\"\n---\nx = 2\n```\n"
+    assert code_cells(yaml_opts) == ["x = 2"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -30,7 +30,8 @@ from metacog.pages.benchmark.gate import (GATE_FAILED, display_gate, gate_senten
                                           model_gate, no_signal_notice, which)
 from metacog.tidy.report import fmt_ci, fmt_count, fmt_list, fmt_num, pretty
 from metacog.stats.intervals import auroc_ci, proportion_ci
-from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, Verdict, decide, fmt_n
+from metacog.hypotheses.verdict import (INSUFFICIENT, NEGLIGIBLE, NOT_SUPPORTED, SUPPORTED, Verdict, decide,  # noqa: F401
+                                        decide_meaningful, fmt_n)
 from metacog.pages.benchmark.conformance import (display_conformance, format_scope_sentence,  # noqa: F401
                                                stricter_format_sentence, withhold_unformatted)
 
@@ -91,11 +92,12 @@ def display_context(gain: pd.DataFrame):
 
 
 def gain_verdicts(gain: pd.DataFrame, margin: float = GAIN_MARGIN) -> list[Verdict]:
-    """Per model: does hiding the context lower accuracy? Not supported (the gain is ruled
-    below ``margin``) means the prospective question is ill-posed for that model."""
-    return [decide(f"{short_model(r['model'])}: hiding the context lowers accuracy", "context gain",
-                   r["gain"], r["gain_ci_low"], r["gain_ci_high"], line=0.0, direction="greater",
-                   margin=margin, n={"items": int(r["items"])}, min_counts={"items": 10}, digits=2)
+    """Per model: does hiding the context lower accuracy by at least ``margin``? Negligible (the
+    gain's interval lies inside ±``margin``) or not supported means the prospective question is
+    ill-posed for that model (:func:`metacog.hypotheses.verdict.decide_meaningful`)."""
+    return [decide_meaningful(f"{short_model(r['model'])}: hiding the context lowers accuracy", "context gain",
+                              r["gain"], r["gain_ci_low"], r["gain_ci_high"], line=0.0, direction="greater",
+                              margin=margin, n={"items": int(r["items"])}, min_counts={"items": 10}, digits=2)
             for r in gain.to_dict("records")]
 
 
@@ -106,13 +108,14 @@ def gain_sentence(verdicts: list[Verdict]) -> str:
                 "context matters cannot be measured.")
     name = [v.claim.split(":")[0] for v in verdicts]
     helps = [n for n, v in zip(name, verdicts) if v.status == SUPPORTED]
-    none_ = [(n, v) for n, v in zip(name, verdicts) if v.status == NOT_SUPPORTED]
+    none_ = [(n, v) for n, v in zip(name, verdicts) if v.status in (NOT_SUPPORTED, NEGLIGIBLE)]
     unsure = [(n, v) for n, v in zip(name, verdicts) if v.status == INSUFFICIENT]
     s = f"Hiding the context lowers the accuracy of {which(helps, len(verdicts))}."
     if none_:
         s += (" For " + "; for ".join(f"{n} it changes accuracy by {v.interval()}" for n, v in none_)
-              + ": the context does not help, so \"could you answer without the context?\" asks "
-                "nothing that \"could you answer?\" does not, and the prospective question is "
+              + f": the context helps by less than {fmt_num(none_[0][1].margin)}, if at all, too little to matter, so "
+                "\"could you answer without the context?\" asks nothing that \"could you answer?\" does not, and "
+                "the prospective question is "
                 "ill-posed for " + ("this model" if len(none_) == 1 else "these models") + ".")
     if unsure:
         s += (" For " + "; for ".join(f"{n} the gain is {v.interval()}" for n, v in unsure)
