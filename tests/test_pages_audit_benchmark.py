@@ -287,3 +287,19 @@ def test_what_the_models_wrote_is_a_table_not_a_dump():
     assert set(a["attempt"]) == {"with the context", "without it"}
     empty = bp.rationale_examples(df[df["probe"] != "prospective"])
     assert list(empty["note"]) == ["No prospective rationales."]
+
+
+def test_the_gain_sentence_says_why_a_gain_is_undecided():
+    """A gain above 0 that reaches across the margin, a gain withheld by the format rule and a
+    gain whose interval straddles 0 are three different sentences, not one 'cannot tell'."""
+    gain = pd.DataFrame({"model": ["o/some", "o/fmt", "o/flat"], "gain": [0.13, 0.55, 0.0],
+                         "gain_ci_low": [0.04, 0.37, -0.12], "gain_ci_high": [0.22, 0.68, 0.12],
+                         "items": [60, 60, 60]})
+    v = bp.gain_verdicts(gain)
+    df = pd.DataFrame({"model": ["o/some"] * 10 + ["o/fmt"] * 10 + ["o/flat"] * 10, "probe": "prospective",
+                       "parse_status": ["ok"] * 10 + ["unparseable"] * 10 + ["ok"] * 10})
+    v = bp.withhold_unformatted(v, df, ["o/some", "o/flat"], 0.8)
+    s = bp.gain_sentence(v)
+    assert "For some the gain is 0.13 (95% CI 0.04 to 0.22): the context helps, but whether by 0.05" in s
+    assert "For fmt the gain is 0.55 (95% CI 0.37 to 0.68), but its verdict is withheld: it does not follow the format." in s
+    assert "For flat the gain is" in s and "the data cannot tell whether the context helps" in s

@@ -110,17 +110,29 @@ def gain_sentence(verdicts: list[Verdict]) -> str:
     helps = [n for n, v in zip(name, verdicts) if v.status == SUPPORTED]
     none_ = [(n, v) for n, v in zip(name, verdicts) if v.status in (NOT_SUPPORTED, NEGLIGIBLE)]
     unsure = [(n, v) for n, v in zip(name, verdicts) if v.status == INSUFFICIENT]
-    s = f"Hiding the context lowers the accuracy of {which(helps, len(verdicts))}."
+    withheld = [(n, v) for n, v in unsure if v.reason.startswith("it does not follow the format")]
+    helps_some = [(n, v) for n, v in unsure if v.basis == "sesoi"]
+    unsure = [(n, v) for n, v in unsure if (n, v) not in withheld and (n, v) not in helps_some]
+    s = (f"Hiding the context is shown to lower accuracy by {fmt_num(verdicts[0].margin)} or more for "
+         f"{which(helps, len(verdicts))}.")
     if none_:
         s += (" For " + "; for ".join(f"{n} it changes accuracy by {v.interval()}" for n, v in none_)
               + f": the context helps by less than {fmt_num(none_[0][1].margin)}, if at all, too little to matter, so "
                 "\"could you answer without the context?\" asks nothing that \"could you answer?\" does not, and "
                 "the prospective question is "
                 "ill-posed for " + ("this model" if len(none_) == 1 else "these models") + ".")
+    if helps_some:
+        s += (" For " + "; for ".join(f"{n} the gain is {v.interval()}" for n, v in helps_some)
+              + f": the context helps, but whether by {fmt_num(helps_some[0][1].margin)} or more, enough to "
+                "matter, the data cannot tell.")
     if unsure:
         s += (" For " + "; for ".join(f"{n} the gain is {v.interval()}" for n, v in unsure)
               + ": the data cannot tell whether the context helps, so the prospective question may "
                 "be ill-posed for " + ("this model" if len(unsure) == 1 else "these models") + ".")
+    if withheld:
+        s += (" For " + "; for ".join(f"{n} the gain is {v.interval()}" for n, v in withheld)
+              + ", but " + ("its verdict is" if len(withheld) == 1 else "their verdicts are")
+              + " withheld: " + ("it does" if len(withheld) == 1 else "they do") + " not follow the format.")
     return s
 
 
