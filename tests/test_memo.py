@@ -68,8 +68,10 @@ def test_code_version_follows_the_imports_of_a_module():
     closure = memo.code_version("metacog.hypotheses.pairwise")
     assert closure != memo.code_version("metacog.stats.bootstrap")
     imported = memo._imports(memo._module_file("metacog.hypotheses.pairwise"), "metacog.hypotheses.pairwise")
-    assert {"metacog.stats", "metacog.hypotheses.verdict", "metacog.hypotheses.common"} <= imported
+    assert {"metacog.stats", "metacog.hypotheses.pairwise.rules", "metacog.hypotheses.common"} <= imported
     assert "metacog.book" not in imported
+    rules = memo._imports(memo._module_file("metacog.hypotheses.pairwise.rules"), "metacog.hypotheses.pairwise.rules")
+    assert "metacog.hypotheses.verdict" in rules  # reached through the chapter's rules module
 
 
 def test_a_foreign_result_at_the_key_is_recomputed_not_returned(cache):
