@@ -99,3 +99,19 @@ def write_responses(df: pd.DataFrame, path: str | Path) -> Path:
     else:
         df.to_json(path, orient="records", lines=True)
     return path
+
+
+def one_axis_panel(n_items: int = 300, n_models: int = 5, seed: int = 0):
+    """(confidence, correct): items x models 0/1 tables whose correctness and confidence both
+    follow one shared difficulty axis, with no self-knowledge planted (the API page's examples).
+
+    >>> confidence, correct = one_axis_panel()
+    >>> confidence.shape, list(correct.columns[:2])
+    ((300, 5), ['m0', 'm1'])
+    """
+    rng = np.random.default_rng(seed)
+    ease = rng.normal(size=n_items)
+    models = [f"m{j}" for j in range(n_models)]
+    correct = pd.DataFrame({m: (ease + rng.normal(size=n_items) > 0).astype(float) for m in models})
+    confidence = pd.DataFrame({m: (ease + rng.normal(size=n_items) > -0.3).astype(float) for m in models})
+    return confidence, correct

@@ -275,12 +275,8 @@ def factor_analysis(R, n_factors: int = 1, method: str = "minres", rotate: str =
     method : only "minres" (alias "uls").
     rotate : "none", "varimax" or "oblimin" (psych's default; ignored when n_factors == 1).
 
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> ease = rng.normal(size=300)  # one shared difficulty axis, no self-knowledge
-    >>> models = [f"m{j}" for j in range(5)]
-    >>> correct = pd.DataFrame({m: (ease + rng.normal(size=300) > 0).astype(float) for m in models})
-    >>> confidence = pd.DataFrame({m: (ease + rng.normal(size=300) > -0.3).astype(float) for m in models})
+    >>> from metacog.power.examples import one_axis_panel
+    >>> confidence, correct = one_axis_panel()  # one shared difficulty axis, no self-knowledge
     >>> from metacog.stats import tetrachoric
     >>> fa = factor_analysis(tetrachoric(confidence), n_factors=1)
     >>> fa.loadings.iloc[:, 0].round(2).tolist()

@@ -212,12 +212,8 @@ def pairwise_calibration(confidence, correct, drop_unanimous: bool | str = False
     n_strata : None = exact leave-two-out difficulty values as strata; K = K equal-width bins.
     min_items : each pair needs at least this many shared items (else ValueError).
 
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> ease = rng.normal(size=300)  # one shared difficulty axis, no self-knowledge
-    >>> models = [f"m{j}" for j in range(5)]
-    >>> correct = pd.DataFrame({m: (ease + rng.normal(size=300) > 0).astype(float) for m in models})
-    >>> confidence = pd.DataFrame({m: (ease + rng.normal(size=300) > -0.3).astype(float) for m in models})
+    >>> from metacog.power.examples import one_axis_panel
+    >>> confidence, correct = one_axis_panel()  # one shared difficulty axis, no self-knowledge
     >>> s = pairwise_calibration(confidence, correct).summary()
     >>> s[["mean_tau", "null_mean", "excess", "n_pairs"]].round(3)
                                  mean_tau  null_mean  excess  n_pairs

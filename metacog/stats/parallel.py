@@ -130,12 +130,8 @@ def parallel_analysis(X, n_iter: int = 20, reference: str = "resampled", seed: i
         (psych's default, which lets noise factors through more often).
     n_factors_fit : factors in the minres fit that gives the factor eigenvalues (psych: 1).
 
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> ease = rng.normal(size=300)  # one shared difficulty axis, no self-knowledge
-    >>> models = [f"m{j}" for j in range(5)]
-    >>> correct = pd.DataFrame({m: (ease + rng.normal(size=300) > 0).astype(float) for m in models})
-    >>> confidence = pd.DataFrame({m: (ease + rng.normal(size=300) > -0.3).astype(float) for m in models})
+    >>> from metacog.power.examples import one_axis_panel
+    >>> confidence, correct = one_axis_panel()  # one shared difficulty axis, no self-knowledge
     >>> parallel_analysis(confidence, seed=0).n_factors  # one shared axis
     1
     """

@@ -97,12 +97,8 @@ def internal_population(confidence: pd.DataFrame, correct: pd.DataFrame, *, ci: 
     p_value and sufficient (at least ``min_class`` correct and ``min_class`` wrong answers; an
     insufficient model keeps its numbers but no claim should rest on them).
 
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> ease = rng.normal(size=300)  # one shared difficulty axis, no self-knowledge
-    >>> models = [f"m{j}" for j in range(5)]
-    >>> correct = pd.DataFrame({m: (ease + rng.normal(size=300) > 0).astype(float) for m in models})
-    >>> confidence = pd.DataFrame({m: (ease + rng.normal(size=300) > -0.3).astype(float) for m in models})
+    >>> from metacog.power.examples import one_axis_panel
+    >>> confidence, correct = one_axis_panel()  # one shared difficulty axis, no self-knowledge
     >>> ip = internal_population(confidence, correct)
     >>> ip[["model", "auroc_internal", "auroc_population", "diff", "ci_low", "ci_high"]].round(2).head(2)
       model  auroc_internal  auroc_population  diff  ci_low  ci_high

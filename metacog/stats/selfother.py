@@ -189,12 +189,8 @@ def self_other_test(confidence, correct, method: str = "permutation", n_perm: in
     ``method``: 'permutation' (shuffle correctness columns, ``n_perm`` draws) or
     'ttest' (one-sided paired t-test over models). See the module docstring.
 
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> ease = rng.normal(size=300)  # one shared difficulty axis, no self-knowledge
-    >>> models = [f"m{j}" for j in range(5)]
-    >>> correct = pd.DataFrame({m: (ease + rng.normal(size=300) > 0).astype(float) for m in models})
-    >>> confidence = pd.DataFrame({m: (ease + rng.normal(size=300) > -0.3).astype(float) for m in models})
+    >>> from metacog.power.examples import one_axis_panel
+    >>> confidence, correct = one_axis_panel()  # one shared difficulty axis, no self-knowledge
     >>> r = self_other_test(confidence, correct, n_perm=199, seed=0)
     >>> round(r.statistic, 3), r.p_value, r.n_models  # no self-knowledge planted: T near 0
     (-0.021, 0.87, 5)

@@ -200,12 +200,8 @@ def tetrachoric(X, *, correct: float = 0.5, smooth: bool = True, min_pairs: int 
     Constant columns are dropped with a warning (as psych ``delete=TRUE``); entirely missing
     columns, non-binary values and pairs with too few shared items raise ValueError.
 
-    >>> import numpy as np, pandas as pd
-    >>> rng = np.random.default_rng(0)
-    >>> ease = rng.normal(size=300)  # one shared difficulty axis, no self-knowledge
-    >>> models = [f"m{j}" for j in range(5)]
-    >>> correct = pd.DataFrame({m: (ease + rng.normal(size=300) > 0).astype(float) for m in models})
-    >>> confidence = pd.DataFrame({m: (ease + rng.normal(size=300) > -0.3).astype(float) for m in models})
+    >>> from metacog.power.examples import one_axis_panel
+    >>> confidence, correct = one_axis_panel()  # one shared difficulty axis, no self-knowledge
     >>> t = tetrachoric(confidence)
     >>> t.rho.iloc[0].round(2).tolist()
     [1.0, 0.44, 0.38, 0.31, 0.5]
