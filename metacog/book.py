@@ -12,6 +12,7 @@ failing chapter fails the whole build.
 from __future__ import annotations
 
 import ast
+import re
 import hashlib
 import json
 import os
@@ -107,6 +108,27 @@ def _execute_here(staged: str, target: str, params: str, root: str) -> int:
 EXERCISE_LABEL = r"\b[a-z][a-z0-9]*-ex-(\d+)\b"
 
 
+_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})")
+
+
+def readable_literals(source: str) -> str:
+    """Papermill writes a parameter string with ``unicode_escape``, so 'qwen · P(Yes)' shows as
+    'qwen \\xb7 P(Yes)'. This puts each printable character back (the code means the same);
+    control and format characters (newlines, right-to-left marks) stay escaped.
+
+    >>> readable_literals('m = "qwen \\\\xb7 P(Yes)"; rtl = "\\\\u202e"; path = "C:\\\\\\\\xb7"')
+    'm = "qwen · P(Yes)"; rtl = "\\\\u202e"; path = "C:\\\\\\\\xb7"'
+    """
+    import unicodedata
+
+    def put_back(m):
+        ch = chr(int(m.group(2)[1:], 16))
+        if not ch.isprintable() or unicodedata.category(ch) in ("Cf", "Zl", "Zp") or ch in "\\\"'":
+            return m.group(0)
+        return m.group(1) + ch
+    return _ESCAPE.sub(put_back, source)
+
+
 def _finish(path: Path, title: str, page: str = "") -> None:
     """Show the parameters once (the values papermill injected) and set the page title.
 
@@ -123,6 +145,8 @@ def _finish(path: Path, title: str, page: str = "") -> None:
         # a page whose own parameters cell is tagged remove-cell shows no parameters at all
         hidden = any("parameters" in t and "remove-cell" in t for t in tags)
         for cell, t in zip(nb.cells, tags):
+            if "injected-parameters" in t:
+                cell.source = readable_literals(cell.source)
             if ("parameters" in t or (hidden and "injected-parameters" in t)) and "remove-cell" not in t:
                 cell.metadata["tags"] = t + ["remove-cell"]
     if title:

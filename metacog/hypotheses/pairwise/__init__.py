@@ -68,37 +68,51 @@ def models_from_pairs(pairs: int) -> int:
     return n
 
 
-def _summaries(K: np.ndarray) -> tuple[float, float, float]:
+def _summaries(K: np.ndarray, w: np.ndarray | None = None) -> tuple[float, float, float]:
     """(mean pairwise tau: the mean over defined pairs of different models, paper 1's pairs
     (:data:`PAPER1_PAIRS_READING`); mean self tau; mean other tau) of a tau matrix. The first and
-    the last are the same number: paper 1's mean over pairs is the mean other-pair tau."""
+    the last are the same number: paper 1's mean over pairs is the mean other-pair tau. ``w``
+    (one count per model, a bootstrap draw of the models) weights model j's self pair by w[j] and
+    the pair (j, k) by w[j] w[k]; None weighs every model once."""
     m = K.shape[0]
-    off = ~np.eye(m, dtype=bool)
-    d = np.diag(K)
-    o = K[off]
-    mean_self = float(np.mean(d[np.isfinite(d)])) if np.isfinite(d).any() else np.nan
-    mean_other = float(np.mean(o[np.isfinite(o)])) if np.isfinite(o).any() else np.nan
+    w = np.ones(m) if w is None else np.asarray(w, dtype=float)
+    finite = np.isfinite(K)
+    Kz = np.where(finite, K, 0.0)
+    pair_w = np.outer(w, w) * ~np.eye(m, dtype=bool) * finite
+    self_w = w * np.diag(finite)
+    mean_self = float((np.diag(Kz) * self_w).sum() / self_w.sum()) if self_w.sum() > 0 else np.nan
+    mean_other = float((Kz * pair_w).sum() / pair_w.sum()) if pair_w.sum() > 0 else np.nan
     return mean_other, mean_self, mean_other
 
 
 @stats.single_blas_thread
 def bootstrap_taus(C: np.ndarray, Y: np.ndarray, *, n_boot: int = 1000, seed: int = 0,
-                   ci: float = 0.95) -> pd.DataFrame:
-    """Percentile intervals, resampling items, of the mean pairwise tau (over pairs of different
-    models, self-pairs left out: :data:`PAPER1_PAIRS_READING`) and of self minus other.
+                   ci: float = 0.95, models: bool = True) -> pd.DataFrame:
+    """Percentile intervals of the mean pairwise tau (over pairs of different models, self-pairs
+    left out: :data:`PAPER1_PAIRS_READING`) and of self minus other, from a two-way bootstrap:
+    each resample draws the items and, independently, the models, with replacement, so the
+    interval carries both the items' noise and which models happen to be on the panel (issue
+    #37). ``models=False`` resamples items only (the narrower interval of a fixed panel).
 
     Returns one row per statistic ("mean tau", "self minus other") with estimate, ci_low,
     ci_high and n_boot (the resamples in which the statistic was defined). Each resample is a
     vector of item counts (:func:`metacog.stats.resample.item_weights`) that weights the 2x2
-    tables of :func:`metacog.stats.tau_matrix`; no matrix is copied, and a chunk of resamples is
-    counted at once (:meth:`metacog.stats.pairwise.TauTables.tau_stack`).
+    tables of :func:`metacog.stats.tau_matrix`, and a vector of model counts
+    (:func:`metacog.stats.resample.count_weights`) that weights the models' pairs in the means;
+    no matrix is copied, and a chunk of resamples is counted at once
+    (:meth:`metacog.stats.pairwise.TauTables.tau_stack`).
     """
     tables = TauTables(C, Y)
     est_all, est_self, est_other = _summaries(tables.tau())
+    m = C.shape[1]
+    rng_models = np.random.default_rng([seed, 37])  # its own stream: the item draws stay as they were
     draws = []
     for W in stats.resample.item_weights(C.shape[0], n_boot, seed=seed):
-        for K in tables.tau_stack(W):
-            a, s, o = _summaries(K)
+        stack = tables.tau_stack(W)
+        V = (stats.resample.count_weights(rng_models, m, len(stack)) if models
+             else np.ones((len(stack), m)))
+        for K, v in zip(stack, V):
+            a, s, o = _summaries(K, v)
             draws.append((a, s - o))
     return stats.resample.percentile_table(("mean tau", "self minus other"),
                                            (est_all, est_self - est_other), np.array(draws), ci=ci)

@@ -13,7 +13,7 @@ correctness) :func:`analyse`
    test sees);
 3. finds the minimum detectable ``kappa`` of the pairwise test (both fits) and of the factor
    test at the block's own numbers of models and items (:func:`metacog.power.curves.minimum_detectable_kappa`);
-4. computes the observed self-minus-other statistic T with a bootstrap interval over items,
+4. computes the observed self-minus-other statistic T with a bootstrap interval over items and models,
    its permutation p-value, and its p-value against populations matched model by model at
    ``kappa = 0`` (:func:`metacog.power.null.self_other_null`, which keeps each model's base rates);
 5. translates T and the upper end of its interval into ``kappa`` (:func:`metacog.power.null.equivalent_kappa`):
