@@ -278,9 +278,12 @@ def _stage_page(notebook: Path, pages: set[str], titles: dict[str, str], root: P
 
 
 def _index_page(result: SourceBook, order: list[str]) -> str:
-    """The index page: the files, the pages served (linked) and the pages not served, with why."""
-    files = ", ".join(f"`{s}`" for s in result.sources)
-    lines = [f"# The book on {', '.join(result.sources)}", "",
+    """The index page: the files, the pages served (linked) and the pages not served, with why
+    (the files' names and the reasons, which may name panels of the files, escaped)."""
+    from metacog.tidy.report import escape_text
+
+    files = ", ".join(escape_text(s) for s in result.sources)
+    lines = [f"# The book on {files}", "",
              f"Every chapter of the book that the response file(s) {files} can serve was executed "
              f"on them, with its default parameters and its sources replaced by the file(s). "
              f"Pages the file(s) cannot serve are listed below with the reason.", "",
@@ -289,7 +292,7 @@ def _index_page(result: SourceBook, order: list[str]) -> str:
         lines.append(f"| {{doc}}`{result.titles[page]} <notebooks/{page}>` | `{page}` |")
     lines += ["", "## Not served", "", "| page | why not |", "|---|---|"]
     for page, reason in result.not_served.items():
-        lines.append(f"| {result.titles.get(page, page)} | {reason.replace('|', '/')} |")
+        lines.append(f"| {result.titles.get(page, page)} | {escape_text(reason)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -203,3 +203,119 @@ def test_every_subcommand_exits_2_on_a_usage_error_without_a_traceback(tmp_path,
     assert proc.returncode == 2, (args, proc.returncode, proc.stderr[-1500:])
     assert "Traceback" not in proc.stderr and proc.stderr.strip()
     assert proc.stderr.strip().splitlines()[-1].startswith("metacog")  # the one line naming the command
+
+
+# The Markdown a page helper builds from names (issue #39): rendered as MyST renders it (raw HTML
+# on, math between dollars), no element or attribute comes from a name.
+MATH_NAMES = ["$\\left($", "cost $5 or $x^2$"]
+
+
+def _render(markdown: str):
+    """``markdown`` rendered to HTML as CommonMark with raw HTML allowed and dollar math (what
+    MyST does with a Markdown output), a notice's ```{warning} fence taken off (MyST reads a
+    directive's body as Markdown), and parsed."""
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+    lines = markdown.strip().splitlines()
+    if lines and lines[0].startswith("```{"):
+        lines = lines[1:-1]
+    page = _parse(MarkdownIt("commonmark").enable("table").use(dollarmath_plugin).render("\n".join(lines)))
+    page.text = "".join(page.text)
+    return page
+
+
+def _no_element_from(page):
+    assert set(page.tags) <= {"p", "strong", "em", "ul", "li"}, page.tags
+    assert "eq" not in "".join(page.attrs) and "math" not in "".join(page.attrs)  # no $...$ read as math
+    assert not any("alert" in a or "javascript" in a for a in page.attrs)
+
+
+def test_report_markdown_keeps_the_template_markup_and_shows_each_name_as_written():
+    from metacog.tidy.report import markdown
+
+    for name in HOSTILE + MATH_NAMES:
+        page = _render(markdown("**{}** (judged {}; {})", name, "before answering", name).data)
+        _no_element_from(page)
+        assert page.tags.count("strong") == 1  # the template's own bold stays
+        shown = " ".join(name.splitlines())
+        assert page.text.count(shown) == 2, (name, page.text)
+        plain = _render(markdown(f"No answers from {name} under C0.").data)
+        _no_element_from(plain)
+        assert plain.tags == ["p"] and f"No answers from {shown} under C0." in plain.text
+
+
+def test_power_block_notes_escape_the_panels_names():
+    from metacog.hypotheses.power import display as hv
+
+    rows = pd.DataFrame({"panel": HOSTILE + MATH_NAMES, "note": "", "models": 5, "items": 90,
+                         "models_total": 5, "items_total": 120, "models_dropped": 0})
+    rows.loc[0, "note"] = "no complete block <b>of</b> three"
+    page = _render(hv.block_notes(rows))
+    _no_element_from(page)
+    for name in HOSTILE[1:] + MATH_NAMES:
+        assert " ".join(name.splitlines()) in page.text
+    assert "no complete block <b>of</b> three" in page.text
+
+
+def test_shortcut_bullets_escape_every_sentence():
+    from metacog.hypotheses.shortcut import display as sd
+
+    page = _render(sd.bullets([f"{n}: no reasoning judge" for n in HOSTILE + MATH_NAMES]).data)
+    _no_element_from(page)
+    assert page.tags.count("li") == len(HOSTILE + MATH_NAMES)
+    assert "<script>alert(1)</script>: no reasoning judge" in page.text
+
+
+def test_the_notices_listing_models_escape_their_names():
+    """The audit page's, the benchmark pages' and the reasoning-text page's notice when no model
+    passes the gate list each model (by its last '/'-part) and why: as text."""
+    from metacog.hypotheses import reasoning_text as hrt
+    from metacog.hypotheses.common import short_model
+    from metacog.pages import audit as ap
+    from metacog.pages import benchmark as bp
+
+    names = [n for n in HOSTILE + MATH_NAMES if "/" not in n]
+    gate = pd.DataFrame({"model": names, "carries_signal": False, "policy": "C0",
+                         "failures": "3 correct of 40, below the minimum of 10"})
+    res = hrt.TextProbeComparison(table=pd.DataFrame(), models={"f.csv:<b>c2</b>": ([], names)},
+                                  skipped={"f.csv:[x](javascript:alert(3))": "no `texts` *here*"}, coef={},
+                                  rows={}, ungated={}, gates={"f.csv:<b>c2</b>": gate})
+    for notice in (ap.no_signal_notice(gate), bp.no_signal_notice(gate), hrt.no_model_notice(res)):
+        page = _render(notice)
+        _no_element_from(page)
+        for name in names:
+            assert short_model(name).replace("\n", " ") in page.text
+    assert "f.csv:<b>c2</b>: " in page.text and "no `texts` *here*" in page.text
+
+
+def test_figure_style_draws_a_name_with_dollars_as_written(tmp_path):
+    """A model named with TeX between dollars, on an axis or in a title, is drawn as written
+    (without :func:`figure_style` an unbalanced '$\\left($' stops the figure being drawn)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from metacog.tidy.report import figure_style
+
+    figure_style()
+    fig, ax = plt.subplots()
+    ax.set_xticks([0, 1], MATH_NAMES)
+    ax.set_title(f"{MATH_NAMES[0]}: tetrachoric correlations")
+    fig.savefig(tmp_path / "f.png")
+    assert [t.get_text() for t in ax.get_xticklabels()] == MATH_NAMES
+    assert not any(t._preprocess_math(t.get_text())[1] for t in [ax.title, *ax.get_xticklabels()])
+    plt.close(fig)
+
+
+def test_the_source_books_index_escapes_file_names_and_reasons():
+    """The index of ``metacog book --source``: a file named with markup, and a reason naming a
+    panel of the file (a benchmark named with markup and a pipe), stay text in one table cell."""
+    from metacog.sourcebook import SourceBook, _index_page
+
+    made = SourceBook(["<b>f</b>.csv"], not_served={"power": "cannot be matched to f · <b>bench</b> | x · c0"},
+                      titles={"power": "What a null result can rule out"})
+    page = _render(_index_page(made, []))
+    assert "b" not in page.tags and page.tags.count("td") == 2  # one row of two cells
+    assert "The book on <b>f</b>.csv" in page.text and "f · <b>bench</b> | x · c0" in page.text

@@ -18,7 +18,7 @@ from scipy import stats as sps
 
 from metacog.pages.benchmark import MIN_CLASS, _auroc_row, auroc_cell
 from metacog.hypotheses.common import short_model
-from metacog.tidy.report import fmt_ci, pretty, warning
+from metacog.tidy.report import escape_text, fmt_ci, pretty, warning
 from metacog.hypotheses.verdict import INSUFFICIENT, Verdict, decide
 
 
@@ -310,7 +310,7 @@ def no_signal_notice(gate: pd.DataFrame, p_yes: pd.DataFrame | None = None) -> s
 
     for model, g in gate.groupby("model", sort=False):
         why = "; ".join(f"{where(r)}{failed_rules(r)}" for r in g.to_dict("records"))
-        lines.append(f"- {short_model(model)}: {why}.")
+        lines.append(f"- {escape_text(short_model(model))}: {escape_text(why)}.")
     return warning(head + "\n\n" + "\n".join(lines))
 
 

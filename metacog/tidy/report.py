@@ -166,15 +166,17 @@ def readable(name) -> str:
     return " ".join(w.upper() if w in _UPPER else w for w in words)
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}|#!~])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}|#!~$])")
 
 
 def escape_text(value) -> str:
     """``value`` (a name or text from data: a model, item, benchmark, reply) made safe for a
     page: HTML-significant characters as entities (``<``, ``>``, ``&``, quotes) and
-    Markdown/MyST-significant ones (backticks, ``*``, ``_``, brackets, ``{}``, ``|``) behind a
-    backslash, newlines as spaces; a plain name prints unchanged. The one escape every page
-    helper uses for data strings (tables, ``Markdown``, glue, figure titles).
+    Markdown/MyST-significant ones (backticks, ``*``, ``_``, brackets, ``{}``, ``|``, ``$``)
+    behind a backslash, newlines as spaces; a plain name prints unchanged. The one escape every
+    page helper uses for data strings put into Markdown (:func:`markdown`); tables
+    escape their cells themselves (:class:`PrettyTable`) and figures draw text as written
+    (:func:`figure_style`).
 
     >>> escape_text("<script>alert(1)</script>")
     '&lt;script&gt;alert(1)&lt;/script&gt;'
@@ -182,7 +184,34 @@ def escape_text(value) -> str:
     'gpt-4o mini'
     """
     s = " ".join(str(value).splitlines())
-    return _MD_SPECIAL.sub(r"\\\1", html.escape(s, quote=True))
+    # Markdown's escapes first: escaping after html.escape would break its entities ('&\#x27;')
+    return html.escape(_MD_SPECIAL.sub(r"\\\1", s), quote=True)
+
+
+def markdown(text: str, *names):
+    """A Markdown output for a page. With ``names``, ``text`` is a template whose ``{}`` slots
+    take them escaped (:func:`escape_text`): the template's own markup stays, the names' does
+    not. Without, ``text`` is a plain sentence that may hold names from data, escaped whole.
+
+    >>> markdown("**{}** (judged before answering)", "<b>x</b>").data
+    '**&lt;b&gt;x&lt;/b&gt;** (judged before answering)'
+    >>> print(markdown("model_a: no answers").data)
+    model\\_a: no answers
+    """
+    from IPython.display import Markdown
+
+    return Markdown(text.format(*map(escape_text, names)) if names else escape_text(text))
+
+
+def figure_style() -> None:
+    """The book's figure style: seaborn's white-grid theme, and every text drawn as written
+    (matplotlib's mathtext off), so a name from data holding dollar signs is never read as TeX
+    (an unbalanced one such as ``$\\left($`` would stop the figure from being drawn)."""
+    import matplotlib
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="notebook")
+    matplotlib.rcParams["text.parse_math"] = False
 
 
 class PrettyTable(pd.DataFrame):

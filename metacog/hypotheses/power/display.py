@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from metacog.tidy.phrasing import which
-from metacog.tidy.report import fmt_count, fmt_num, fmt_p, fmt_p_eq, fmt_range
+from metacog.tidy.report import escape_text, fmt_count, fmt_num, fmt_p, fmt_p_eq, fmt_range
 
 
 def _f(x) -> bool:
@@ -134,11 +134,11 @@ def display_local(local: pd.DataFrame, *, kappa_max: float = 3.0) -> pd.DataFram
 
 def block_notes(power_table: pd.DataFrame) -> str:
     """One bullet per panel saying which block was analysed (complete block, models dropped,
-    subsample) or why the panel was not analysed."""
+    subsample) or why the panel was not analysed, as Markdown (the panels' names escaped)."""
     lines = []
     for r in power_table.to_dict("records"):
         if r.get("note"):
-            lines.append(f"- **{r['panel']}**: not analysed — {r['note']}.")
+            lines.append(f"- **{escape_text(r['panel'])}**: not analysed — {escape_text(r['note'])}.")
             continue
         bits = [f"{fmt_count(int(r['models']), 'model')} × {fmt_count(int(r['items']), 'item')} analysed"]
         if int(r.get("models_dropped", 0) or 0):
@@ -155,11 +155,11 @@ def block_notes(power_table: pd.DataFrame) -> str:
         if r.get("method") == "ttest":
             bits.append("the paired t-test over models replaces the permutation test, whose smallest "
                         "possible p-value with so few models is above α")
-        lines.append(f"- **{r['panel']}**: " + "; ".join(bits) + ".")
+        lines.append(f"- **{escape_text(r['panel'])}**: " + "; ".join(bits) + ".")
     if not lines:
         return "No panel was given."
     analysed = [r for r in power_table.to_dict("records") if not r.get("note")]
-    part = [r["panel"] for r in analysed
+    part = [escape_text(r["panel"]) for r in analysed
             if int(r["models"]) < int(r["models_total"]) or int(r["items"]) < int(r["items_total"])]
     if part:
         lines.append(f"\nOn {which(part, len(analysed), 'analysed panel')} the block is not the whole panel, so the "

@@ -9,7 +9,7 @@ import pandas as pd
 from metacog.hypotheses.common import short_model
 from metacog.hypotheses.adequacy import failed_rules
 from metacog.tidy.phrasing import join
-from metacog.tidy.report import warning
+from metacog.tidy.report import escape_text, warning
 
 
 def pooled_table(result: TextProbeComparison):
@@ -48,6 +48,7 @@ def no_model_notice(result: dict) -> str:
             continue
         why = [f"{short_model(r['model'])} {failed_rules(r) or 'does not follow the format'}"
                for r in g[g["model"].isin(texts)].to_dict("records")]
-        lines.append(f"- {src}: " + "; ".join(why) + ".")
-    lines += [f"- {s}: {why}." for s, why in result["skipped"].items() if s not in result["models"]]
+        lines.append(f"- {escape_text(src)}: " + escape_text("; ".join(why)) + ".")
+    lines += [f"- {escape_text(s)}: {escape_text(why)}." for s, why in result["skipped"].items()
+              if s not in result["models"]]
     return warning(head + ("\n\n" + "\n".join(lines) if lines else ""))

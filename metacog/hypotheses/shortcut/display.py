@@ -205,8 +205,11 @@ def display_rates(rates: pd.DataFrame) -> pd.DataFrame:
 
 
 def bullets(sentences, empty: str = ""):
-    """Sentences as a Markdown bullet list (``empty`` when there are none)."""
+    """Plain sentences (they name panels and models from the data) as a Markdown bullet list,
+    each escaped (``empty`` when there are none)."""
     from IPython.display import Markdown
 
-    sentences = [str(s) for s in sentences]
+    from metacog.tidy.report import escape_text
+
+    sentences = [escape_text(s) for s in sentences]
     return Markdown("\n".join(f"- {s}" for s in sentences) if sentences else empty)

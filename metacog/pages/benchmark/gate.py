@@ -16,7 +16,7 @@ import pandas as pd
 from metacog.hypotheses.adequacy import MIN_CORRECT, MIN_PARSE, adequacy, failed_rules
 from metacog.hypotheses.common import short_model
 from metacog.tidy import phrasing
-from metacog.tidy.report import fmt_ci, fmt_count, fmt_num, pretty, warning
+from metacog.tidy.report import escape_text, fmt_ci, fmt_count, fmt_num, pretty, warning
 
 #: The verdict reason of a model whose answers fail the gate starts with this.
 GATE_FAILED = "its answers fail the adequacy gate"
@@ -125,5 +125,5 @@ def no_signal_notice(gate: pd.DataFrame, what: str = "answers without the contex
     if not len(gate):
         body = "\n\nNo model has graded attempts."
     else:
-        body = "\n\n" + "\n".join(f"- {short_model(r['model'])}: {failed_rules(r)}." for r in gate.to_dict("records"))
+        body = "\n\n" + "\n".join(f"- {escape_text(short_model(r['model']))}: {failed_rules(r)}." for r in gate.to_dict("records"))
     return warning(head + body)
