@@ -319,3 +319,16 @@ def test_the_source_books_index_escapes_file_names_and_reasons():
     page = _render(_index_page(made, []))
     assert "b" not in page.tags and page.tags.count("td") == 2  # one row of two cells
     assert "The book on <b>f</b>.csv" in page.text and "f · <b>bench</b> | x · c0" in page.text
+
+
+def test_a_verdict_shown_as_markdown_keeps_a_hostile_model_name_as_text():
+    from markdown_it import MarkdownIt
+
+    from metacog.hypotheses.verdict import decide
+
+    name = "<img src=x onerror=alert(1)> *m* $x$"
+    v = decide(f"{name}: the judgment ranks its own success above chance", f"AUROC of {name}",
+               0.6, 0.55, 0.65, line=0.5, direction="greater", n={"items": 40})
+    page = _parse(MarkdownIt("commonmark", {"html": True}).render(v._repr_markdown_()))
+    assert "img" not in page.tags and not any("alert" in a for a in page.attrs)
+    assert name in "".join(page.text)  # shown as written

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from metacog.tidy.report import PrettyTable, fmt_ci, fmt_count, fmt_num, fmt_range, pretty
+from metacog.tidy.report import PrettyTable, escape_text, fmt_ci, fmt_count, fmt_num, fmt_range, pretty
 
 #: The smallest self-minus-other excess of interest, in τ-b units: the margin the power chapter's
 #: verdicts and the pairwise chapter's self-against-other verdict are both judged against.
@@ -172,9 +172,9 @@ class Verdict:
         return pretty(verdict_table([self]).drop(columns="direction"), digits=self.digits, names=names)
 
     def _repr_markdown_(self) -> str:
-        return (f"**{self.status[0].upper()}{self.status[1:]}** — {self.claim}\n\n"
-                f"{self.statistic}: {self.interval()}"
-                + (f"; {fmt_n(self.n)}" if self.n else "") + f"\n\n*Why:* {self.reason}.")
+        return (f"**{self.status[0].upper()}{self.status[1:]}** — {escape_text(self.claim)}\n\n"
+                f"{escape_text(self.statistic)}: {self.interval()}"
+                + (f"; {escape_text(fmt_n(self.n))}" if self.n else "") + f"\n\n*Why:* {escape_text(self.reason)}.")
 
 
 _TABLE_NAMES = {"line": "decision line", "status": "verdict", "reason": "why", "outcome": "in words",
