@@ -42,6 +42,7 @@ from metacog.hypotheses import serving
 #: Why a page that takes no response file is not served, by notebook stem.
 NOT_READ = {
     "benchmark": "a benchmark page: it reads the book's own recorded runs of one benchmark",
+    "benchmarks": "it compares the benchmark pages, which read the book's own recorded runs",
     "data": "it describes the public logs the book reads by default",
     "place": "it places one model among a public panel, from that panel's own data",
     "lab": "it asks (or replays) a local model live; it compares with response files but analyses none",

@@ -76,12 +76,27 @@ def test_every_run_a_chapter_replays_is_declared_and_recorded():
         named = [v for k, v in c.parameters.items() if k.endswith("run") and isinstance(v, str)]
         named += [v.split(":")[0] for k, v in c.parameters.items() if k.endswith("sources") for v in v]
         named += [v for k, v in c.parameters.items() if k.endswith("runs") and isinstance(v, list) for v in v]
+        named += [v for k, v in c.parameters.items() if k.endswith("runs") and isinstance(v, dict) for v in v.values()]
         for run in named:
             if run in LOADERS:  # a registered public log, not a recorded run
                 continue
             assert run in declared, f"{c.page} replays run {run!r}, which runs.yml does not declare"
             assert (ROOT / "data" / "responses" / f"{run}.parquet").exists(), \
                 f"{c.page} replays run {run!r}, which is not recorded: make elicit RUNS={run}"
+
+
+def test_the_comparison_page_links_each_run_to_the_page_that_replays_it():
+    """The benchmarks page names every benchmark page's run, and links each to that page."""
+    chapters = book.load_manifest(ROOT)
+    replays = {c.parameters["run"]: c.page for c in chapters if c.source.name == "benchmark.md"}
+    (compare,) = [c for c in chapters if c.page == "benchmarks"]
+    assert sorted(compare.parameters["runs"].values()) == sorted(replays)
+    assert compare.parameters["pages"] == replays
+    for k in ("min_conformance", "seed"):  # the pages' own settings, so the numbers are theirs
+        assert {c.parameters[k] for c in chapters if c.source.name == "benchmark.md"} == {compare.parameters[k]}, k
+    toc = (ROOT / "_toc.yml").read_text()
+    part = toc[toc.index("Benchmarks on the local panel"):]
+    assert part.index("notebooks/benchmarks\n") < part.index("notebooks/audit"), "the comparison opens the part"
 
 
 def test_parameters_cell_is_read_as_literals(tmp_path):
