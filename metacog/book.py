@@ -112,15 +112,13 @@ _ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\(x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-
 
 
 def readable_literals(source: str) -> str:
-    """Papermill writes a parameter string with ``unicode_escape``, so 'qwen · P(Yes)' shows as
-    'qwen \\xb7 P(Yes)'. This puts each printable character back (the code means the same);
-    control and format characters (newlines, right-to-left marks) stay escaped.
+    """Papermill's parameter strings with each printable character put back ('\\xb7' -> '·'; the
+    code means the same); control and format characters (newlines, bidi marks) stay escaped.
 
     >>> readable_literals('m = "qwen \\\\xb7 P(Yes)"; rtl = "\\\\u202e"; path = "C:\\\\\\\\xb7"')
     'm = "qwen · P(Yes)"; rtl = "\\\\u202e"; path = "C:\\\\\\\\xb7"'
     """
     import unicodedata
-
     def put_back(m):
         ch = chr(int(m.group(2)[1:], 16))
         if not ch.isprintable() or unicodedata.category(ch) in ("Cf", "Zl", "Zp") or ch in "\\\"'":
