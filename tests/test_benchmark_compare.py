@@ -69,7 +69,7 @@ def test_every_number_is_the_one_on_the_benchmark_page(table, label):
     for probe, verdicts in (("gain", page["gain_v"]), ("prospective", page["pro_v"]),
                             ("counterfactual", page["cf_v"])):
         got = {m: (s, w) for m, s, w in zip(mine.index, mine[f"{probe}_verdict"], mine[f"{probe}_why"])
-               if s is not None}
+               if isinstance(s, str)}
         assert got == {v.claim.split(":")[0]: (v.status, v.reason) for v in verdicts}, probe
     # the AUROC a verdict rests on (P(Yes) where the run records it), with its interval and counts
     for probe, scores in (("prospective", page["scores"]), ("counterfactual", page["cf_scores"])):
@@ -84,13 +84,26 @@ def test_every_number_is_the_one_on_the_benchmark_page(table, label):
                                        p_yes[col].astype(float), err_msg=f"{probe} {col}")
 
 
-def test_the_runs_cover_a_counterfactual_run_and_one_without(table):
-    """LegalBench asks no counterfactual judgment (paper 1): its cells say so, SQuAD's do not."""
-    assert table.loc[table["run"] == "legalbench", "counterfactual_verdict"].isna().all()
-    assert table.loc[table["run"] == "squad", "counterfactual_verdict"].notna().all()
+def test_a_judgment_a_model_was_asked_has_a_verdict_and_one_it_was_not_reads_not_asked(table):
+    """Per recorded model: a counterfactual verdict exactly where the run holds its counterfactual
+    judgments, and 'not asked' in both of its cells where it holds none."""
     shown = compare.display_comparison(table)
-    legal = shown[shown.iloc[:, 0] == "LegalBench"]
-    assert (legal.iloc[:, -1] == "not asked").all() and (legal.iloc[:, -2] == "not asked").all()
+    seen = set()
+    for run in RUNS.values():
+        rec = recorded.load(run)
+        asked = {bp.short_model(m) for m in rec.loc[rec["probe"] == "counterfactual", "model"]}
+        for i in table.index[table["run"] == run]:
+            was = table.at[i, "model"] in asked
+            seen.add(was)
+            assert isinstance(table.at[i, "counterfactual_verdict"], str) == was, (run, table.at[i, "model"])
+            if not was:
+                assert list(shown.iloc[i, -2:]) == ["not asked", "not asked"]
+    assert True in seen
+    # a run that asks no counterfactual judgment at all: every cell says so
+    rows = compare.model_rows(compare.page_results(simulated(), probes=["answer", "answer_no_context", "prospective"]),
+                              "Simulated", "sim")
+    assert rows["counterfactual_verdict"].isna().all()
+    assert (compare.display_comparison(rows).iloc[:, -2:] == "not asked").all().all()
 
 
 def simulated(n: int = 60, seed: int = 0) -> pd.DataFrame:
