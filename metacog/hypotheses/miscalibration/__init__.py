@@ -30,7 +30,7 @@ from metacog.hypotheses.common import ChapterResult, chapter_result, short_model
 from metacog.tidy.report import fmt_list, fmt_num, fmt_range
 from metacog.stats.intervals import correlation_ci, proportion_ci
 from metacog.stats.policy import POLICIES, policy_table
-from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, decide
+from metacog.hypotheses.verdict import INSUFFICIENT, NEGLIGIBLE, NOT_SUPPORTED, SUPPORTED, decide
 
 from metacog.hypotheses.miscalibration.sources import PolicyFrames, policy_frames  # noqa: F401
 from metacog.hypotheses.miscalibration.hidden import (  # noqa: F401  (the chapter's one namespace)
@@ -321,7 +321,7 @@ def verdict_paragraph(verdicts: list) -> str:
     parts = []
     for claim, vs in kinds.items():
         said = []
-        for status in (SUPPORTED, NOT_SUPPORTED, INSUFFICIENT):
+        for status in (SUPPORTED, NEGLIGIBLE, NOT_SUPPORTED, INSUFFICIENT):
             names = [v.claim.split(": ", 1)[0] for v in vs if v.status == status]
             if names:
                 said.append(f"{status} for {'each of ' if len(names) > 2 and len(names) == len(vs) else ''}"
