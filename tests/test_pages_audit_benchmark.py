@@ -303,3 +303,16 @@ def test_the_gain_sentence_says_why_a_gain_is_undecided():
     assert "For some the gain is 0.13 (95% CI 0.04 to 0.22): the context helps, but whether by 0.05" in s
     assert "For fmt the gain is 0.55 (95% CI 0.37 to 0.68), but its verdict is withheld: it does not follow the format." in s
     assert "For flat the gain is" in s and "the data cannot tell whether the context helps" in s
+
+
+def test_the_format_table_says_not_asked_for_a_probe_a_model_was_never_asked():
+    import pandas as pd
+
+    from metacog.pages.benchmark.conformance import display_conformance
+
+    rows = [{"model": m, "item_id": f"i{i}", "probe": p, "parse_status": "ok"}
+            for m, probes in (("local/a", ["answer", "counterfactual"]), ("local/b", ["answer"]))
+            for p in probes for i in range(5)]
+    shown = display_conformance(pd.DataFrame(rows)).set_index("model")
+    assert shown.at["b", "counterfactual"] == "not asked" and shown.at["a", "counterfactual"] != "not asked"
+    assert shown.at["b", "answer"] == shown.at["a", "answer"]

@@ -19,7 +19,12 @@ def display_conformance(responses: pd.DataFrame, min_rate: float = 0.8):
     t = tables.conformance(responses, min_rate=min_rate)
     t.index = t.index.map(short_model)
     t.index.name = "model"
-    return pretty(t, digits=2)
+    shown = pretty(t, digits=2)
+    probes = [c for c in t.columns if c not in ("overall", "conforms")]
+    for j, probe in enumerate(probes):  # a probe the run never asked this model: say so, not '–'
+        col = shown.columns[len(shown.columns) - len(t.columns) + j]
+        shown.loc[t[probe].isna().to_numpy(), col] = "not asked"
+    return shown
 
 
 
