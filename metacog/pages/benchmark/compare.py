@@ -1,7 +1,7 @@
 """The benchmark pages side by side: one row per benchmark and model (notebooks/benchmarks.md).
 
-Nothing here computes a statistic of its own. :func:`page_results` makes the benchmark
-template's calls (notebooks/benchmark.md) in the template's order and with its arguments —
+Nothing here computes a statistic of its own. :func:`page_results` is the benchmark
+template's analysis (notebooks/benchmark.md calls it once per page) —
 the format rule (:func:`metacog.tidy.tables.conforming_models`), the adequacy gate
 (:func:`~metacog.pages.benchmark.gate.model_gate` with the run's items), the context gain and
 its verdicts, the prospective and counterfactual scores and verdicts, every verdict passed
