@@ -141,11 +141,14 @@ def test_a_panel_with_too_few_twins_shows_each_same_weight_pair():
     vs = _twin_verdicts(t, [])
     assert [v.claim.split(": ")[0] for v in vs] == ["P1 · a-think vs a (prospective)", "P1 · b-think vs b (prospective)"]
     a, b = vs
-    assert a.status == SUPPORTED and a.statistic.endswith("one same-weight pair")
+    # The chapter decides no single pair, so neither does the findings page: the pair's interval
+    # lies above 0, yet the row carries the chapter's "insufficient evidence" and says why.
+    assert a.status == INSUFFICIENT and a.statistic.endswith("one same-weight pair")
+    assert (a.estimate, a.ci_low, a.ci_high) == (0.093, 0.009, 0.186)
     assert "not on thinking models in general" in a.reason and "this panel has 1" in a.reason
     assert b.status == INSUFFICIENT and "near-constant" in b.reason
     f = findings.findings_table([findings.Found("shortcut", a, a.claim.split(": ")[0], PRO)])
-    assert f["verdict_value"].iloc[0] == "supported (0.093, 95% CI 0.009 to 0.186)"
+    assert f["verdict_value"].iloc[0] == "insufficient evidence (0.093, 95% CI 0.009 to 0.186)"
     assert f["paper"].iloc[0] == "beyond both papers"
 
 
@@ -175,7 +178,7 @@ def test_the_prospective_twin_reaches_the_default_books_rows():
     twin = t[t["panel"].str.contains("claude-sonnet-4.5-think vs claude-sonnet-4.5", regex=False)]
     assert len(twin) == 1, t[["panel", "status", "book_value"]]
     r = twin.iloc[0]
-    assert r["design"] == "prospective" and r["status"] == SUPPORTED
-    assert r["verdict_value"] == "supported (0.093, 95% CI 0.009 to 0.186)"
+    assert r["design"] == "prospective" and r["status"] == INSUFFICIENT
+    assert r["verdict_value"] == "insufficient evidence (0.093, 95% CI 0.009 to 0.186)"
     s = findings.summary_table(t, chapters=["shortcut"]).set_index("claim")
-    assert "supported (0.093, 95% CI 0.009 to 0.186)" in s.loc["book-shortcut", "prospective"]
+    assert "insufficient evidence (0.093, 95% CI 0.009 to 0.186)" in s.loc["book-shortcut", "prospective"]

@@ -159,3 +159,17 @@ def test_sentences_that_group_verdicts_name_the_negligible_ones():
     assert "the effect is negligible (within the line) in 1 of its 2 panels (A)" in g
     assert "holds in 1 of its 2 panels (B)" in g
     assert "(A)" in status_sentence(vs, "holds in", "fails in", "cannot tell in")
+
+
+def test_an_interval_end_is_never_printed_as_the_line_it_is_not():
+    """"(0.30 to 0.36) straddles 0.3" and "(−0.035 to 0.000) lies wholly below 0" read false: the
+    printed ends get the digits that keep them apart from the line they are judged against."""
+    from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, decide
+
+    v = decide("c", "s", 0.33, 0.298, 0.36, line=0.3, digits=2)
+    assert v.status == INSUFFICIENT and "(0.298 to 0.360) straddles 0.3" in v.reason
+    w = decide("c", "s", -0.017, -0.035, -0.0004, line=0.0)
+    assert w.status == NOT_SUPPORTED and "(−0.0350 to −0.0004) lies wholly below 0" in w.reason
+    assert w.interval() == "−0.0170 (95% CI −0.0350 to −0.0004)"
+    plain = decide("c", "s", 0.5, 0.41, 0.62, line=0.3, digits=2)
+    assert "(0.41 to 0.62)" in plain.reason  # no extra digits when the ends are clear of the line

@@ -141,7 +141,7 @@ def test_planted_individual_signal_shows_internal_above_population(mirror):
     ax = r.axis.set_index("model")
     assert ax["new"].sum() == 1 and len(ax) > 60  # the newcomer is placed on the panel's axis
     assert ax.loc[ax["new"], "loading"].iloc[0] > 0  # it follows the population's confidence
-    assert "rank-one confidence axis" in place.axis_sentence(r)
+    assert "shared confidence axis (the first factor" in place.axis_sentence(r)
     # a model that reads off only the population's confidence does not beat it
     r0 = place.place(_tidy(items, correct, np.nan_to_num(population, nan=0.7)), n_boot=20)
     assert r0.headline["ci_low"] <= 0 and r0.verdict.status != "supported"

@@ -263,6 +263,8 @@ def decide(claim: str, statistic: str, estimate: float, ci_low: float, ci_high: 
         return make(INSUFFICIENT, f"{what} {'are' if len(missing) > 1 else 'is'} missing, "
                                   f"so nothing can be concluded", "missing")
 
+    digits = separating_digits(ci_low, ci_high, [line] + ([] if margin is None else [line - margin, line + margin]),
+                               digits)
     iv = f"the {lvl} interval ({fmt_range(ci_low, ci_high, digits=digits, sep=' to ')})"
     above, below = ci_low > line, ci_high < line
     if (direction == "greater" and above) or (direction == "less" and below):
@@ -291,6 +293,21 @@ def decide(claim: str, statistic: str, estimate: float, ci_low: float, ci_high: 
     if power:
         reason += f"; {power}"
     return make(INSUFFICIENT, reason, "straddle")
+
+
+def separating_digits(ci_low: float, ci_high: float, lines, digits: int, *, most: int = 6) -> int:
+    """The fewest digits, from ``digits`` up to ``most``, at which neither end of the interval is
+    printed as a line it does not equal: so that "(0.30 to 0.36) straddles 0.3" prints as
+    "(0.298 to 0.36...)" and "wholly below 0" never shows an upper end of "0.000".
+
+    >>> separating_digits(0.298, 0.36, [0.3], 2), separating_digits(-0.035, -0.0004, [0.0], 3)
+    (3, 4)
+    """
+    ends = [float(v) for v in (ci_low, ci_high) if not _nan(v)]
+    for d in range(digits, most + 1):
+        if all(v == x or round(v, d) != round(x, d) for v in ends for x in lines):
+            return d
+    return most
 
 
 def _within_reason(iv: str, line: float, margin: float) -> str:

@@ -202,8 +202,8 @@ def counts(table: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
 def count_sentence(table: pd.DataFrame) -> str:
     """One sentence per panel, computed from :func:`counts`: of the models with enough right and
     wrong answers, how many have internal AUROC clearly above the population's, clearly below, or
-    neither, after Holm's correction over the panel's models (with the uncorrected counts beside
-    them), and the panel's mean difference with its interval."""
+    neither, after Holm's correction over the panel's models, and the panel's mean difference with
+    its interval. Uncorrected counts are never shown: a vote over uncorrected tests is not a result."""
     from metacog.tidy.report import fmt_ci, fmt_count
 
     if table is None or len(table) == 0:
@@ -219,8 +219,7 @@ def count_sentence(table: pd.DataFrame) -> str:
             f"In {r['panel']} ({r['timing']}; population: {r['compared_with']}), after {CORRECTION}'s correction "
             f"over its {fmt_count(n, 'model')} with enough right and wrong answers, internal AUROC is clearly "
             f"above the population's for {r['internal_above']}, clearly below it for {r['internal_below']}, and "
-            f"not distinguishable from it for {r['covers_zero']} (uncorrected 95% intervals: "
-            f"{r['internal_above_uncorrected']} above and {r['internal_below_uncorrected']} below); the mean "
+            f"not distinguishable from it for {r['covers_zero']}; the mean "
             f"difference over those models is {fmt_ci(r['mean_diff'], r['mean_diff_ci_low'], r['mean_diff_ci_high'], digits=3)}"
             + (f" ({fmt_count(left, 'model')} with fewer than ten of a kind left out)." if left else "."))
     return " ".join(out)

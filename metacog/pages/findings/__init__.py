@@ -191,7 +191,12 @@ def _cell(t: pd.DataFrame) -> str:
         return lines[0]
     counts = t["status"].value_counts(sort=False)
     tally = ", ".join(f"{s} on {n}" for s, n in counts.items())
-    return "\n".join([f"{tally} of {len(t)} panels:", *(f"{p}: {x}" for p, x in zip(t["panel"], lines))])
+    from metacog.tidy.report import fmt_count
+
+    panels = t["panel"].astype(str).str.split(", ", n=1).str[0].nunique()
+    of = (f"{len(t)} panels" if panels == len(t) else
+          f"{len(t)} panel-subsets ({fmt_count(panels, 'panel')}, each on more than one item subset)")
+    return "\n".join([f"{tally} of {of}:", *(f"{p}: {x}" for p, x in zip(t["panel"], lines))])
 
 
 def _standing(t: pd.DataFrame) -> str:

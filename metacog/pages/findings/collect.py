@@ -115,14 +115,14 @@ def _shortcut(p: dict) -> list[Found]:
 def _twin_verdicts(twins: pd.DataFrame, decided: list) -> list:
     """The twin design's claim on all items, per panel: the chapter's verdict on the mean over
     same-weight pairs where the panel has :data:`~metacog.hypotheses.shortcut.MIN_PAIRS` of
-    them; where it has fewer (no mean is decided), each same-weight pair on its own item-bootstrap
-    interval from the chapter's twin table, named as one pair, so that a prospective twin the
-    account cannot use still reaches the page. A near-constant pair is shown with why it is out."""
+    them; where it has fewer (no mean is decided), each same-weight pair with its item-bootstrap
+    interval from the chapter's twin table, named as one pair and "insufficient evidence" as in the
+    chapter, so that a prospective twin the account cannot use still reaches the page. A near-constant pair is shown with why it is out."""
     from dataclasses import replace
 
     from metacog.hypotheses import shortcut as hs
     from metacog.hypotheses.shortcut import twins as st
-    from metacog.hypotheses.verdict import INSUFFICIENT, Verdict, decide
+    from metacog.hypotheses.verdict import INSUFFICIENT, Verdict
 
     claim = hs._CLAIMS[("twins", "all items")]
     means = {v.claim.split(": ", 1)[0]: v for v in decided if v.claim.endswith(f": {claim}")}
@@ -146,12 +146,14 @@ def _twin_verdicts(twins: pd.DataFrame, decided: list) -> list:
                                    f"the pair is left out of the twin design: {r['excluded']}", 0.0,
                                    basis="caveat"))
                 continue
-            v = decide(head, stat, r["difference"], r["difference_ci_low"], r["difference_ci_high"], line=0.0,
-                       direction="greater", n={"same-weight twin pairs": 1})
-            out.append(replace(v, reason=(
-                f"{v.reason}. One pair, decided on its own item-bootstrap interval: a verdict on these two "
-                f"runs of the same weights, not on thinking models in general (a mean over pairs needs at "
-                f"least {st.MIN_PAIRS} same-weight pairs; this panel has {kept})")))
+            out.append(Verdict(head, stat, r["difference"], r["difference_ci_low"], r["difference_ci_high"],
+                               {"same-weight twin pairs": 1}, INSUFFICIENT,
+                               f"the shortcut chapter decides the twin design on a mean over at least "
+                               f"{st.MIN_PAIRS} same-weight pairs and this panel has {kept}, so it draws no "
+                               f"verdict here; the one pair's difference and item-bootstrap interval are "
+                               f"shown as the chapter's twin table gives them, a result on these two runs "
+                               f"of the same weights, not on thinking models in general",
+                               0.0, basis="caveat"))
     return out
 
 

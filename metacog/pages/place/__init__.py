@@ -247,7 +247,7 @@ def against_panel(rows: pd.DataFrame, probe: str, panel: str, label: str) -> dic
 
 
 def confidence_axis(confidence: pd.DataFrame, new: str) -> pd.DataFrame:
-    """Every model's loading and threshold on the panel's rank-one confidence axis.
+    """Every model's loading and threshold on the panel's shared confidence axis (its first factor).
 
     Each model's confidence is cut at its own median (1 = above it) and the one-factor probit
     model of :func:`metacog.stats.axis.axis_positions` is fitted to all models together, the new

@@ -19,7 +19,7 @@ def axis_sentence(r: Placement) -> str:
                 f"which the new model's confidence varies.")
     me, others = a[a["new"]].iloc[0], a[~a["new"]]
     rank = int((others["loading"] > me["loading"]).sum()) + 1
-    return (f"On the panel's rank-one confidence axis (one factor fitted to the {len(a)} models whose "
+    return (f"On the panel's shared confidence axis (the first factor fitted to the {len(a)} models whose "
             f"confidence, cut at its own median, varies on these items), {escape_text(r.model)} loads {fmt_num(me['loading'], 2)} (rank {rank} of "
             f"{len(a)}; panel models {fmt_num(others['loading'].min(), 2)} to "
             f"{fmt_num(others['loading'].max(), 2)}, median {fmt_num(others['loading'].median(), 2)}) "
@@ -45,7 +45,7 @@ def headline_sentence(r: Placement) -> str:
     s = (f"On {fmt_count(n, 'item')} with a scored answer and a {r.probe.replace('_', ' ')} (of "
          f"{r.n_asked} asked{cut}), {escape_text(r.model)} answered {k} correctly: accuracy "
          f"{fmt_num(k / n if n else np.nan, 3)}, out of these {n}, the denominator of every accuracy "
-         f"on this page. Its own confidence has AUROC "
+         f"on this page{' except the sensitivity row that counts the cut replies wrong' if r.n_cut else ''}. Its own confidence has AUROC "
          f"{fmt_num(h['auroc_internal'], 3)} for telling its right answers from its wrong ones; the "
          f"panel's mean confidence on the same items has {fmt_num(h['auroc_population'], 3)}; "
          f"internal − population {diff}.")
