@@ -185,6 +185,8 @@ def test_a_page_whose_parameters_cell_is_removed_shows_no_parameters(tmp_path):
         injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
         assert len(injected) == 1 and "n_items = 3" in injected[0].source
         assert ("remove-cell" in injected[0].metadata["tags"]) is removed
+        # shown, it is folded behind a toggle rather than opening the page in a code box
+        assert "hide-input" in injected[0].metadata["tags"]
 
 
 def test_one_template_gives_pages_with_distinct_titles(tmp_path):

@@ -316,8 +316,9 @@ def test_verdict_table_shows_two_decimals_in_every_row():
     vs = [decide("A: claim", "eig1/eig2", 12.345, 10.2, 14.9, line=5.0, digits=2),
           decide("A: link", "r", 0.2, 0.11, 0.29, line=0.1, direction="less", digits=2)]
     t = hr.display_verdicts(vs, pd.DataFrame({"panel": ["A"], "design": ["prospective"]}))
-    assert list(t["estimate"]) == ["12.35", "0.20"] and list(t["ci_low"]) == ["10.20", "0.11"]
-    assert list(t["ci_high"]) == ["14.90", "0.29"] and list(t["line"]) == ["5.00", "0.10"]
+    assert list(t["estimate (95% CI)"]) == ["12.35 (95% CI 10.20 to 14.90)", "0.20 (95% CI 0.11 to 0.29)"]
+    assert list(t["judged against"]) == ["5", "0.1"]
+    assert "line" not in t and "direction" not in t
 
 
 def test_one_varying_model_is_counted_in_the_singular_and_on_judged_items():

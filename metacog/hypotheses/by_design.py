@@ -76,15 +76,22 @@ def verdict_frame(verdicts: list, *tables: pd.DataFrame) -> pd.DataFrame:
 
 
 def verdict_frame_text(verdicts: list, *tables: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
-    """:func:`verdict_frame` for a page, without ``direction``, with estimate, interval ends and
-    line each written with ``digits`` decimals (as the findings page and the reasons do),
-    whatever the magnitudes of the other rows (``pretty()`` rounds a column as one)."""
-    from metacog.tidy.report import fmt_num
+    """The verdicts for a page, sorted by design (paper 1's first), one row each: design, claim,
+    statistic, the estimate with its interval in one cell (``digits`` decimals whatever the other
+    rows' magnitudes, more where an end would otherwise print as its line), n, the line in words,
+    the verdict, the outcome in words, why, and why the line is where it is (when any says)."""
+    from dataclasses import replace
 
-    t = verdict_frame(verdicts, *tables).drop(columns=["direction"])
-    for c in ("estimate", "ci_low", "ci_high", "line"):
-        t[c] = [fmt_num(x, digits) if np.isfinite(x) else "–" for x in t[c].astype(float)]
-    return t
+    from metacog.hypotheses.verdict import _TABLE_NAMES, separating_digits, verdict_table
+
+    t = verdict_table(verdicts)
+    t.insert(0, "design", design_of(verdicts, *tables))
+    t["estimate (95% CI)"] = [
+        replace(v, digits=separating_digits(v.ci_low, v.ci_high, [v.line], digits)).interval()
+        if np.isfinite(v.estimate) else "–" for v in verdicts]
+    cols = ["design", "claim", "statistic", "estimate (95% CI)", "n", "threshold", "status", "outcome",
+            "reason"] + (["line_why"] if t["line_why"].astype(bool).any() else [])
+    return design_order(t[cols]).reset_index(drop=True).rename(columns=_TABLE_NAMES)
 
 
 def design_sentence(summary: pd.DataFrame) -> str:

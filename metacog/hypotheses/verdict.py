@@ -196,13 +196,24 @@ def verdict_table(verdicts) -> pd.DataFrame:
                                        "line_why"])
 
 
-def verdict_display(verdicts) -> PrettyTable:
-    """:func:`verdict_table` for a page: without ``direction`` and without the bare ``line`` (a
-    margin's line would print as the 0 it is measured from); the line in words (``threshold``,
-    e.g. '±0.02 around 0'), the outcome in words and why the line is where it is stand beside each
-    verdict."""
-    t = verdict_table(verdicts).drop(columns=["direction", "line"])
-    return pretty(t, digits=max([v.digits for v in verdicts] or [3]), names=_TABLE_NAMES)
+def verdict_display(verdicts, *, leading: dict | None = None) -> PrettyTable:
+    """Verdicts for a page, one row each: claim, statistic, the estimate with its interval in one
+    cell, n, the line in words (``threshold``, e.g. '±0.02 around 0': never the bare 0 a margin is
+    measured from), the verdict, the outcome in words (above the line, within the line, cannot
+    tell), why, and why the line is where it is (a column only when some verdict says).
+    ``leading`` adds columns in front (name -> values, one per verdict), e.g. when each was judged.
+    The raw ``line``, ``direction`` and interval ends stay in :func:`verdict_table`."""
+    verdicts = list(verdicts)
+    t = verdict_table(verdicts)
+    shown = pd.DataFrame({"claim": t["claim"], "statistic": t["statistic"],
+                          "estimate (95% CI)": [v.interval() if not _nan(v.estimate) else "—" for v in verdicts],
+                          "n": t["n"], "threshold": t["threshold"], "status": t["status"],
+                          "outcome": t["outcome"], "reason": t["reason"]})
+    if t["line_why"].astype(bool).any():
+        shown["line_why"] = t["line_why"]
+    for i, (name, values) in enumerate((leading or {}).items()):
+        shown.insert(i, name, list(values))
+    return pretty(shown, names=_TABLE_NAMES)
 
 
 def _check_counts(n: dict, min_counts: dict) -> list[str]:

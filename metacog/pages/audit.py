@@ -80,7 +80,7 @@ def display_audit_scores(scores: pd.DataFrame, task: str):
     sub = scores[scores["task"] == task]
     out = []
     for model, g in sub.groupby("model", sort=True):
-        row = {"model": short_model(model) + ("" if g["carries_signal"].iloc[0] else " (answers at chance)"),
+        row = {"model": short_model(model) + ("" if g["carries_signal"].iloc[0] else " (worded answers fail the gate)"),
                "items": int(g["items"].iloc[0])}
         for r in g.to_dict("records"):
             row[f"AUROC, {AUDIT_SCORES[r['score']]} (95% CI)"] = auroc_cell(r)

@@ -150,8 +150,8 @@ def block_notes(power_table: pd.DataFrame) -> str:
             bits.append(f"a random {int(r['items']):,} of the {int(r['items_block']):,} items of its complete "
                         f"block, to keep the simulations fast")
         elif int(r["items"]) < int(r["items_total"]):
-            bits.append(f"{int(r['items_total']) - int(r['items']):,} items without an answer from every "
-                        f"kept model left out")
+            bits.append(f"{fmt_count(int(r['items_total']) - int(r['items']), 'item')} without an answer "
+                        f"from every kept model left out")
         if r.get("method") == "ttest":
             bits.append("the paired t-test over models replaces the permutation test, whose smallest "
                         "possible p-value with so few models is above α")

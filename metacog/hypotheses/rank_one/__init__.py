@@ -303,8 +303,10 @@ def what_if_cut(panelset, cut: float, *, n_boot: int = 1000, seed: int = 0) -> R
     again = panels([first.source], cuts={first.source: cut})
     p = next(q for q in again if (q.benchmark, q.probe) == (first.benchmark, first.probe))
     n_const = int(p.cut_report["constant"].sum())
-    text = (f"At a fixed cut of {cut:g}, {n_const} of the {len(p.cut_report)} models of {p.name} "
-            f"give the same judgment on every item.")
+    who = "none" if n_const == 0 else str(n_const)
+    verb = "gives" if n_const == 1 else "give"
+    text = (f"At a fixed cut of {cut:g}, {who} of the {len(p.cut_report)} models of {p.name} "
+            f"{verb} the same judgment on every item.")
     return Recut(confidence_row(p, n_boot=n_boot, seed=seed), text, float(cut))
 
 
