@@ -47,7 +47,8 @@ def test_the_page_shows_examples():
 #: The functions issue 38 names as what a researcher calls; each is on the page with an example.
 CALLED = ["metad_trials", "ece", "smooth_ece", "tetrachoric", "pairwise_calibration", "self_other_test",
           "h_proxy", "load_responses", "metacog.elicit.engine.run", "metacog.pages.place.run.check",
-          "metacog.chapter.run", "metacog.replicate.planning.plan"]
+          "metacog.chapter.run", "metacog.replicate.planning.plan", "type2_auroc", "answers_from_p_yes",
+          "metacog.hypotheses.verdict.decide"]
 
 
 @pytest.mark.parametrize("name", CALLED)
@@ -56,3 +57,21 @@ def test_the_functions_a_researcher_calls_are_on_the_page_with_an_example(name):
     assert hits, f"{name} is not on book/api.md"
     finder = doctest.DocTestFinder(recurse=False)
     assert sum(len(t.examples) for t in finder.find(_object(hits[0]), hits[0])) >= 1, f"{hits[0]} has no example"
+
+
+@pytest.mark.parametrize("dotted", TARGETS)
+def test_napoleon_reads_no_sentence_as_a_parameter(dotted):
+    """Prose left after a numpy-style Parameters section is read by napoleon as more parameters
+    (the page showed "Constant columns are dropped ..." as a parameter and examples as bullets):
+    every parameter napoleon finds is a name, and every example sits in an Examples section."""
+    import inspect
+
+    from sphinx.ext.napoleon import Config
+    from sphinx.ext.napoleon.docstring import NumpyDocstring
+
+    doc = inspect.cleandoc(_object(dotted).__doc__ or "")
+    rendered = str(NumpyDocstring(doc, Config(napoleon_use_param=True)))
+    params = re.findall(r"^:param ([^:]*):", rendered, flags=re.M)
+    assert all(re.fullmatch(r"[\w*]+", p.strip()) for p in params), (dotted, params)
+    if ">>>" in doc and re.search(r"^(Parameters|Returns)$", doc, flags=re.M):
+        assert re.search(r"^Examples\n-+$", doc, flags=re.M), f"{dotted}: examples outside an Examples section"

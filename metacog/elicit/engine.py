@@ -97,7 +97,7 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
         progress: bool = True, router: Any = None, transport: str = "auto", batch: bool = False,
         batch_poll: float = 5.0, batch_wait: float | None = None,
         **litellm_kwargs: Any) -> pd.DataFrame:
-    """Ask every model every probe on every item; return the tidy response table.
+    r"""Ask every model every probe on every item; return the tidy response table.
 
     Parameters
     ----------
@@ -151,6 +151,8 @@ def run(items: Iterable[Item], models: Sequence[str] | str = DEFAULT_MODELS,
     DataFrame conforming to :mod:`metacog.tidy.schema`, plus the columns 'attempts'
     and 'error'. One row per model x item x probe x sample that was asked.
 
+    Examples
+    --------
     Without a network: litellm's ``mock_response`` stands in for the model's reply.
 
     >>> import os; os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"

@@ -245,6 +245,14 @@ def decide(claim: str, statistic: str, estimate: float, ci_low: float, ci_high: 
     interval inside (line − margin, line + margin) the status "negligible" rather than "not
     supported" (an equivalence by two one-sided tests). ``line_why`` says where the line comes
     from; it is printed with the verdict.
+
+    Examples
+    --------
+    >>> v = decide("m: its confidence tracks its correctness", "AUROC", 0.62, 0.55, 0.69, line=0.5)
+    >>> v.status, v.reason
+    ('supported', 'the 95% interval (0.550 to 0.690) lies wholly above 0.5')
+    >>> decide("m: the context helps", "gain", 0.01, -0.02, 0.04, margin=0.05, equivalence=True).status
+    'negligible'
     """
     if direction not in DIRECTIONS:
         raise ValueError(f"decide: direction must be one of {DIRECTIONS}, got {direction!r}.")

@@ -37,9 +37,14 @@ def bootstrap_ci(stat: Callable, *arrays, n_boot: int = 2000, ci: float = 0.95, 
     groups : optional labels (one per item); when given, whole groups are resampled (cluster
         bootstrap), e.g. item families.
 
-    Returns a DataFrame with columns statistic, estimate, ci_low, ci_high, se, n_boot
-    (resamples where stat was finite).
+    Returns
+    -------
+    DataFrame
+        One row with columns statistic, estimate, ci_low, ci_high, se, n_boot (resamples where
+        stat was finite).
 
+    Examples
+    --------
     >>> import numpy as np
     >>> right = np.random.default_rng(0).integers(0, 2, 300)
     >>> bootstrap_ci(np.mean, right, n_boot=1000, seed=0)[["estimate", "ci_low", "ci_high", "n_boot"]].round(3)

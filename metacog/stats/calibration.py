@@ -303,6 +303,14 @@ def type2_auroc(y_true, y_score) -> float:
     Equals the area under the type-2 ROC traced by sweeping a threshold over the confidence
     levels (ties counted 1/2); 0.5 = no metacognitive discrimination. ``y_true`` is the
     model's correctness, ``y_score`` its confidence (any scale).
+
+    Examples
+    --------
+    Three right answers (confidence 0.9, 0.8, 0.2) and two wrong ones (0.3, 0.8): of the six
+    right-wrong pairs, three rank the right answer higher and one is a tie, so 3.5 / 6.
+
+    >>> round(type2_auroc([1, 1, 0, 0, 1], [0.9, 0.8, 0.3, 0.8, 0.2]), 4)
+    0.5833
     """
     x, y = paired_vectors(y_score, y_true, names=("y_score", "y_true"), unit_a=False)
     return auroc(y, x)

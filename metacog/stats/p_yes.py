@@ -92,6 +92,21 @@ def answers_from_p_yes(df: pd.DataFrame, *, folds: int = 2, seed: int = 0, label
     ``df`` is a tidy response table with ``model``, ``item_id``, ``probe``, ``decision``,
     ``p_yes`` and ``correct`` (or ``gold``). Items are assigned to folds once per model (the same
     item is in the same fold under every probe), from ``seed``.
+
+    Examples
+    --------
+    A model that leans to "Yes" (log-odds shifted by +1) but puts more on it for true items:
+
+    >>> import numpy as np, pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> true = rng.random(60) < 0.5
+    >>> p_yes = 1 / (1 + np.exp(-(1.5 * np.where(true, 1, -1) + 1.0 + rng.normal(0, 1, 60))))
+    >>> df = pd.DataFrame({"model": "m", "item_id": [f"i{i}" for i in range(60)], "probe": "c0",
+    ...                    "decision": "yes", "p_yes": p_yes, "gold": np.where(true, "yes", "no")})
+    >>> r = answers_from_p_yes(df)
+    >>> r.summary()[["model", "answered", "accuracy", "mean_shift"]].round(2)
+            model  answered  accuracy  mean_shift
+    0  m · P(Yes)        60      0.92        1.17
     """
     need = {"model", "item_id", "probe", "decision", "p_yes"}
     missing = sorted(need - set(df.columns)) + ([] if {"correct", "gold"} & set(df.columns) else ["correct"])

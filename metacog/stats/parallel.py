@@ -130,6 +130,8 @@ def parallel_analysis(X, n_iter: int = 20, reference: str = "resampled", seed: i
         (psych's default, which lets noise factors through more often).
     n_factors_fit : factors in the minres fit that gives the factor eigenvalues (psych: 1).
 
+    Examples
+    --------
     >>> from metacog.power.examples import one_axis_panel
     >>> confidence, correct = one_axis_panel()  # one shared difficulty axis, no self-knowledge
     >>> parallel_analysis(confidence, seed=0).n_factors  # one shared axis

@@ -197,9 +197,13 @@ def tetrachoric(X, *, correct: float = 0.5, smooth: bool = True, min_pairs: int 
     smooth : smooth a non-positive-definite result like ``psych::cor.smooth``.
     min_pairs : each pair needs at least this many items with both values present (psych: 3).
 
+    Notes
+    -----
     Constant columns are dropped with a warning (as psych ``delete=TRUE``); entirely missing
     columns, non-binary values and pairs with too few shared items raise ValueError.
 
+    Examples
+    --------
     >>> from metacog.power.examples import one_axis_panel
     >>> confidence, correct = one_axis_panel()  # one shared difficulty axis, no self-knowledge
     >>> t = tetrachoric(confidence)
