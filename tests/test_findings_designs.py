@@ -192,9 +192,13 @@ def test_findings_table_fills_every_column(tmp_path, monkeypatch):
     shown = findings.display(t)
     assert (shown.astype(str).apply(lambda c: c.str.strip() != "")).all().all()
     # paper 1 denies the self-over-other claim: "not supported" there agrees with it
-    pw = t[(t["chapter"] == "pairwise") & (t["design"] == "prospective")]
+    pw = t[(t["chapter"] == "pairwise") & (t["design"] == "prospective") & (t["claim_id"] != "p1-pairwise")]
     assert set(pw["agreement"][pw["status"] == "not supported"]) <= {"agrees with the paper"}
     assert set(pw["agreement"][pw["status"] == "supported"]) <= {"disagrees with the paper"}
+    # paper 1 asserts that pairwise calibration lies (barely) above its null: "supported" agrees
+    excess = t[(t["claim_id"] == "p1-pairwise") & (t["design"] == "prospective")]
+    assert len(excess) == 1 and excess["statistic"].iloc[0].startswith("mean pairwise τ-b − base-rate")
+    assert set(excess["agreement"][excess["status"] == "supported"]) <= {"agrees with the paper"}
     after = t[(t["design"] == "after answering") & (t["paper"] != "beyond both papers")]
     assert len(after) and set(after["agreement"]) == {"different design: not comparable"}
     # the eigenvalue ratio is the book's own row: paper 1 reports no ratio

@@ -92,15 +92,15 @@ def test_detailed_rows_name_the_claim_by_id_without_its_text():
 def test_the_sentence_counts_the_claims_decided_in_their_own_design():
     t = findings.findings_table(_rows())
     text = findings.decided_sentence(t, chapters=["pairwise", "rank_one"])
-    # pairwise and rank_one make 4 claims: rank-one and individual are decided on a prospective panel
-    assert text.startswith("Of the 4 claims of both papers gathered here, 2 are decided in their own design "
+    # pairwise and rank_one make 5 claims: rank-one and individual are decided on a prospective panel
+    assert text.startswith("Of the 5 claims of both papers gathered here, 2 are decided in their own design "
                            "(on at least one panel of the paper's design, measurement and contrast): p1-rank-one "
                            "and p1-individual; of those, ")
     assert "p1-rank-one agrees with the paper" in text and "on p1-individual the deciding panels differ" in text
     # decided only after answering: not in its own design
     after = findings.findings_table(_rows()[2:3])
     assert findings.decided_sentence(after, chapters=["pairwise"]) == (
-        "Of the 2 claims of both papers gathered here, none is decided in its own design (on at least one "
+        "Of the 3 claims of both papers gathered here, none is decided in its own design (on at least one "
         "panel of the paper's design, measurement and contrast).")
 
 

@@ -87,6 +87,11 @@ def test_paper1_comparison_has_paper_rows_and_ours():
     assert np.isfinite(c["mean_tau_ci_low"].iloc[-1])
     shown = hp.display_comparison(c)
     assert "95% CI" in shown["mean τ-b (95% CI)"].iloc[-1]
+    # one unit per column: paper 1's share is over unordered pairs, ours over ordered ones
+    theirs, ours = (c for c in shown.columns if c.startswith("% of pairs significant"))
+    assert "paper 1, over its unordered" in theirs and "ours, over ordered pairs" in ours
+    assert shown[theirs].iloc[:4].tolist() == [v[2] for v in hp.PAPER1.values()] and np.isnan(shown[theirs].iloc[-1])
+    assert shown[ours].iloc[:4].isna().all() and np.isfinite(shown[ours].iloc[-1])
     # like with like: paper 1's null sits in the base-rate-matched column, beside ours
     paper = c.set_index("data")
     assert paper.loc["paper 1: SQuAD", "null_base_rate"] == hp.PAPER1["SQuAD"][1]
@@ -220,7 +225,7 @@ def test_pairwise_chapter_finds_a_planted_self_signal(tmp_path, monkeypatch):
                          if c.cell_type == "code" and "hp.verdicts(results)" in c.source
                          for o in c.get("outputs", []))
     # the self-versus-other claim is supported on every planted benchmark, and nothing weaker
-    rows = [line for line in decided.splitlines() if "self" in line and "panel · " in line]
+    rows = [line for line in decided.splitlines() if "tracks its own correctness" in line and "panel · " in line]
     assert len(rows) == 4, decided  # two benchmarks, all items and contested items
     assert all("lies wholly above 0" in r and "not supported" not in r and "insufficient" not in r for r in rows)
 

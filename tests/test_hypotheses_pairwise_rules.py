@@ -220,3 +220,25 @@ def test_mean_pairwise_tau_is_over_pairs_of_different_models():
     assert np.nanmean(K) > row["mean_tau"] + 0.01  # the planted diagonal is not in paper 1's mean
     assert row["pairs"] + row["pairs_undefined"] == 30 and row["pairs_unordered"] == 15
     assert "171" in hp.PAPER1_PAIRS_READING and "self-pairs" in hp.PAPER1_PAIRS_READING
+
+
+def _mean_row(tau, lo, hi, null, subset="all items", timing="before answering"):
+    return {"panel": "P", "subset": subset, "timing": timing, "models": 10, "items": 500,
+            "mean_tau": tau, "mean_tau_ci_low": lo, "mean_tau_ci_high": hi, "null_base_rate": null}
+
+
+def test_paper_1s_own_statistic_is_the_mean_tau_less_its_null_read_against_the_line():
+    """The findings row beside paper 1's "mean τ-b 0.037, null 0.000" is the same statistic:
+    the mean pairwise τ-b over different models less the base-rate-matched null's mean."""
+    rows = pd.DataFrame([_mean_row(0.051, 0.031, 0.071, 0.001), _mean_row(0.012, 0.004, 0.019, 0.002),
+                         _mean_row(0.02, -0.01, 0.05, 0.0), _mean_row(0.05, 0.03, 0.07, 0.0, subset="contested items"),
+                         _mean_row(0.05, 0.03, 0.07, 0.0, timing=prose.AFTER)])
+    vs = hp.excess_verdicts(rows)
+    assert len(vs) == 4  # all items only
+    above, within, unsure, after = vs
+    assert above.status == SUPPORTED and above.estimate == pytest.approx(0.05)
+    assert (above.ci_low, above.ci_high) == (pytest.approx(0.03), pytest.approx(0.07))
+    assert above.statistic == hp.EXCESS_STATISTIC and above.threshold() == f"±{SELF_OTHER_MARGIN:g} around 0"
+    assert within.status == NEGLIGIBLE and "too small to matter" in within.reason  # real, inside the line
+    assert unsure.status == INSUFFICIENT
+    assert after.claim.startswith("P, all items: after answering") and "not paper 1's measurement" in after.claim

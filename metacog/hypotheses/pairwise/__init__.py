@@ -25,8 +25,9 @@ from metacog.stats.pairwise import BASE_RATE, DIFFICULTY, TauTables, tau_matrix,
 from metacog.stats.validate import as_binary_frame, check_aligned
 from metacog.hypotheses.pairwise.prose import (AFTER, MIN_MODELS, TIMING_HEADS, shared_sentence, timing_of,  # noqa: F401
                                                verdict_paragraph)
-from metacog.hypotheses.pairwise.rules import (COUNTERFACTUAL_CAVEAT, DETECTABLE_FROM, self_other_claim,  # noqa: F401
-                                               self_rows, verdict_display, verdicts)
+from metacog.hypotheses.pairwise.rules import (COUNTERFACTUAL_CAVEAT, DETECTABLE_FROM, EXCESS_CLAIM,  # noqa: F401
+                                               EXCESS_STATISTIC, excess_verdicts, self_other_claim, self_rows,
+                                               verdict_display, verdicts)
 
 #: Paper 1's prospective figures {benchmark: (mean tau-b, mean of its base-rate-matched null,
 #: % of pairs significant after FDR, first-factor share %)}; None where the paper gives no figure.
@@ -269,7 +270,12 @@ def display_comparison(comparison: pd.DataFrame) -> pd.DataFrame:
     out = out.assign(**with_ci(t, "mean_tau", "mean τ-b (95% CI)", digits=3))
     for col, label in NULL_LABELS.items():
         out[label] = t[col]
-    out[f"% of pairs significant (FDR, {BASE_RATE} null)"] = t["pct_significant"]
+    # one unit per column: paper 1 counts its unordered model pairs, the book its ordered ones
+    paper = t["data"].astype(str).str.startswith("paper 1:")
+    out[f"% of pairs significant (FDR, {BASE_RATE} null): paper 1, over its unordered model pairs"] = \
+        t["pct_significant"].where(paper)
+    out[f"% of pairs significant (FDR, {BASE_RATE} null): ours, over ordered pairs of different models"] = \
+        t["pct_significant"].where(~paper)
     out = out.assign(**with_ci(t, "first_factor_share", "first-factor share (95% CI)", digits=2))
     return out
 

@@ -102,3 +102,41 @@ def verdict_display(verdicts: list, *tables: pd.DataFrame) -> pd.DataFrame:
     shown["line"] = [v.line + (v.margin if v.margin and v.direction == "greater" else 0.0) for v in verdicts]
     shown.insert(0, "judged", [timing_of(v.claim, *tables) for v in verdicts])
     return shown
+
+
+#: Paper 1's pairwise claim as the book decides it: the statistic is the one paper 1 reports.
+EXCESS_CLAIM = ("mean pairwise τ-b over pairs of different models lies above the base-rate-matched "
+                "null's mean")
+EXCESS_STATISTIC = "mean pairwise τ-b − base-rate-matched null mean (different-model pairs)"
+
+
+def excess_verdicts(pairwise_table: pd.DataFrame, *, margin: float | None = None) -> list:
+    """Per panel, on all items: does the mean pairwise τ-b over ordered pairs of different models
+    (paper 1's pairs, :data:`metacog.hypotheses.pairwise.PAPER1_PAIRS_READING`) lie above the
+    base-rate-matched null's mean (paper 1's null) by at least ``margin`` τ-b (default
+    :data:`metacog.hypotheses.verdict.SELF_OTHER_MARGIN`)? The statistic is paper 1's own (its
+    results table gives the mean τ-b and the null's mean), so the findings page sets the two side
+    by side. The interval is the mean τ-b's bootstrap interval (over items and models) less the
+    null's mean, which is held fixed (it is a mean over the null's permutations of the same
+    items). Decided with :func:`metacog.hypotheses.verdict.decide_meaningful`: above the line,
+    within the line (negligible), or cannot tell."""
+    from metacog.hypotheses.pairwise.population import is_third_person
+    from metacog.hypotheses.verdict import SELF_OTHER_MARGIN as MARGIN
+    from metacog.hypotheses.verdict import SELF_OTHER_MARGIN_WHY, decide_meaningful
+
+    why = SELF_OTHER_MARGIN_WHY if margin is None or margin == MARGIN else "the margin given here"
+    margin = MARGIN if margin is None else margin
+    out = []
+    for r in pairwise_table.to_dict("records"):
+        if r.get("subset") != "all items" or is_third_person(str(r.get("timing"))):
+            continue
+        null = r.get("null_base_rate", np.nan)
+        est, lo, hi = (r.get(k, np.nan) - null for k in ("mean_tau", "mean_tau_ci_low", "mean_tau_ci_high"))
+        head = f"{r['panel']}, all items"
+        claim = (f"{head}: after answering, {EXCESS_CLAIM} (not paper 1's measurement)"
+                 if r.get("timing") == AFTER else f"{head}: {EXCESS_CLAIM}")
+        out.append(decide_meaningful(claim, EXCESS_STATISTIC, est, lo, hi, margin=margin, line=0.0,
+                                     direction="greater",
+                                     n={"models": int(r["models"]), "items": int(r["items"])},
+                                     min_counts={"models": MIN_MODELS, "items": 10}, line_why=why))
+    return out

@@ -41,6 +41,16 @@ PAPER_CLAIMS = [
                "on are removed (stated in words, without a figure, in the abstract and §1)",
          where="abstract; §1 (second finding, §3.3)",
          paper_design="prospective and counterfactual yes/no, 20 frontier models, six benchmarks"),
+    dict(id="p1-pairwise", paper="paper 1", chapter="pairwise",
+         match="lies above the base-rate-matched null's mean", paper_says="holds",
+         claim="Pairwise calibration between different models lies above a base-rate-matched null, "
+               "barely",
+         value="mean pairwise τ-b minus the base-rate-matched null's mean " + ", ".join(
+             f"{t - nm:.3f} ({b})" for b, (t, nm, _, _) in PAPER1.items())
+               + " (its mean τ-b less its null's mean)",
+         where="abstract; §1 (fourth finding, §3.3); the τ-b values and null means from its results "
+               "table as typed in metacog.hypotheses.pairwise.PAPER1",
+         paper_design="prospective yes/no, 20 frontier models"),
     dict(id="p1-individual", paper="paper 1", chapter="pairwise", match="",
          paper_says="does not hold",
          claim="A model's confidence tracks its own correctness better than other models'",

@@ -93,7 +93,7 @@ def _pairwise(p: dict) -> list[Found]:
     from metacog.hypotheses.pairwise import population as pp
 
     known = {q.name: q.design for q in ps}
-    decided = hp.verdicts(results) + pp.verdicts(pp.internal_population_table(ps))
+    decided = hp.excess_verdicts(results) + hp.verdicts(results) + pp.verdicts(pp.internal_population_table(ps))
     return [Found("pairwise", v, *_prefix_design(v.claim, known)) for v in decided], list(known.items())
 
 
