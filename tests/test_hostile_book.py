@@ -192,3 +192,18 @@ def test_nothing_is_written_outside_the_output_folders(built):
     assert not list(ROOT.glob("**/escape")) and not (ROOT / "etc").exists()
     for folder in ("out", "lab"):  # inside: no folder named after a piece of a name
         assert not [p for p in (top / folder).rglob("*") if p.name in ("escape", "etc", "passwd", "absolute")]
+
+
+def test_every_figure_has_alt_text_in_words(built):
+    """A reader on a screen reader hears what each figure shows, not a file name: every image of
+    the built chapters has alt text of several words, none of them ending in an image suffix."""
+    top = built[0]
+    images = []
+    for path in pages(top):
+        page = Page(path.read_text(encoding="utf-8"))
+        images += [(path.name, a.get("alt", "")) for t, a in page.starts
+                   if t == "img" and str(a.get("src", "")).endswith(".png")]
+    assert images, "the built chapters draw figures"
+    bad = [(p, alt) for p, alt in images
+           if len(alt.split()) < 6 or alt.strip().lower().endswith((".png", ".svg", ".jpg"))]
+    assert bad == []
