@@ -26,6 +26,11 @@ from metacog.probe.study import PAPER_GROUP_ITEMS
 
 #: "As stable": OCW and CC displacement within this relative distance of each other.
 EQUIVALENCE_MARGIN = 0.10
+#: Why :data:`EQUIVALENCE_MARGIN` is where it is, printed beside every verdict that uses it.
+EQUIVALENCE_MARGIN_WHY = ("±10%: the book's own margin, a tenth of the confident hits' displacement; paper 2 "
+                          "reports \"no clear sensitivity difference\" without a figure for a difference it "
+                          "would call clear, so no paper number sets it; a difference smaller than a tenth "
+                          "of the displacement itself is read as none")
 #: Fewer items per group than paper 2's (12 CC + 12 OCW) and a displacement contrast is not judged.
 MIN_GROUP_ITEMS = PAPER_GROUP_ITEMS
 
@@ -258,14 +263,16 @@ def damping(table: pd.DataFrame, model: str) -> str:
 
 
 def equivalent(claim: str, statistic: str, estimate, ci_low, ci_high, *, margin: float, n: dict,
-               min_counts: dict, digits: int = 3):
+               min_counts: dict, digits: int = 3, line_why: str = EQUIVALENCE_MARGIN_WHY):
     """A claim of no difference, decided with two one-sided checks of the interval against
     ±``margin``: supported when it lies inside, not supported when it lies wholly outside,
-    insufficient evidence otherwise (or with too few counts). Returns a Verdict."""
+    insufficient evidence otherwise (or with too few counts). Returns a Verdict whose line is
+    '±margin around 0' and whose ``line_why`` says where the margin comes from."""
     upper = decide(claim, statistic, estimate, ci_low, ci_high, line=margin, direction="less", n=n,
                    min_counts=min_counts, digits=digits)
     lower = decide(claim, statistic, estimate, ci_low, ci_high, line=-margin, direction="greater", n=n,
                    min_counts=min_counts, digits=digits)
+    upper = dataclasses.replace(upper, line=0.0, margin=margin, line_why=line_why)
     if upper.basis in ("counts", "missing"):
         return upper
     band = f"±{fmt_num(margin, digits)}"

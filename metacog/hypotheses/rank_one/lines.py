@@ -24,7 +24,9 @@ NEGLIGIBLE_R = 0.1
 
 
 #: Why :data:`NEGLIGIBLE_R` is where it is (printed beside every verdict that uses it).
-NEGLIGIBLE_R_WHY = ("0.1: the conventional lower edge of a small correlation (Cohen); paper 1 says the link "
+NEGLIGIBLE_R_WHY = ("0.1: below it the items' positions on the performance axis account for less than 1% "
+                    "of the variance of their positions on the confidence axis (r² < 0.01), under the "
+                    "conventional lower edge of a small correlation (Cohen); paper 1 says the link "
                     "vanishes without giving a figure, so no paper number stands beside this row")
 
 
@@ -42,9 +44,20 @@ SHARE_LINE_WHY = ("0.30: paper 1 calls a first-factor share of 36.4% (LegalBench
 
 
 #: Why :data:`metacog.stats.structure.DOMINANCE_RATIO` is where it is.
-DOMINANCE_RATIO_WHY = (f"{DOMINANCE_RATIO:g}: the book's own line for one factor dominating the next (the first "
-                       f"eigenvalue at least {DOMINANCE_RATIO:g} times the second); paper 1 reports no eigenvalue "
-                       f"ratio, so no paper number stands beside this row")
+def _ratio_why() -> str:
+    from metacog.hypotheses.pairwise import PAPER1
+
+    shares = {b: v[3] / 100 * 20 for b, v in PAPER1.items() if v[3] is not None}
+    first = ", ".join(f"{e:.1f} ({b})" for b, e in shares.items())
+    second = ", ".join(f"{e / DOMINANCE_RATIO:.1f}" for e in shares.values())
+    return (f"{DOMINANCE_RATIO:g}: the book's own line for one factor dominating the next (the first eigenvalue "
+            f"at least {DOMINANCE_RATIO:g} times the second). Paper 1's first-factor shares times 20 models give "
+            f"first eigenvalues of about {first}, so at {DOMINANCE_RATIO:g} the second may reach {second} "
+            f"respectively, each above the 1 of a factor that carries no more than one model's own variance; "
+            f"paper 1 reports no second eigenvalue, so no paper number stands beside this row")
+
+
+DOMINANCE_RATIO_WHY = _ratio_why()
 
 
 #: Removing unanimous items is paper 1's manipulation only when it removes something: below this
