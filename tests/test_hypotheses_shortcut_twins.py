@@ -78,8 +78,10 @@ def test_a_verdict_that_flips_when_one_pair_is_left_out_is_insufficient():
     t = _table([0.03, 0.03, 0.03, 0.03, 0.03, -0.02])
     row = t[t["pair"] == st.SAME].iloc[0]
     assert row["difference_ci_low"] > 0 and row["loo_flips"]
-    v = _verdict(t)
+    # read against a margin the interval clears (the book's 0.02 would stop it before the check)
+    v = st.twin_verdicts(t, CLAIMS, margin=0.001)[0]
     assert v.status == INSUFFICIENT and "leaving one pair out" in v.reason
+    assert _verdict(t).status == INSUFFICIENT and "reaches across 0.02" in _verdict(t).reason
 
 
 def test_a_near_constant_pair_is_excluded_with_its_reason():

@@ -160,20 +160,23 @@ def statistic(kind: str, subset: str) -> str:
     return base if subset == "all items" else f"{base}, {subset}"
 
 
-def twin_verdicts(t: pd.DataFrame, claims: dict, min_pairs: int = MIN_PAIRS) -> list:
+def twin_verdicts(t: pd.DataFrame, claims: dict, min_pairs: int = MIN_PAIRS, margin: float | None = None) -> list:
     """Each twin claim (``claims``: subset -> claim) decided per panel on :data:`SAME`: at least
-    ``min_pairs`` same-weight pairs; capped at "insufficient evidence" when leaving one pair out
-    moves the interval to another side of 0."""
-    from metacog.hypotheses.verdict import cap, decide
+    ``min_pairs`` same-weight pairs, read against ±``margin`` τ-b (default the book's
+    :data:`metacog.hypotheses.verdict.SELF_OTHER_MARGIN`); capped at "insufficient evidence" when
+    leaving one pair out moves the interval to another side of 0."""
+    from metacog.hypotheses.shortcut import MARGIN_WHY
+    from metacog.hypotheses.verdict import SELF_OTHER_MARGIN, cap, decide_meaningful
     from metacog.tidy.report import fmt_range
 
     out = []
     for r in t[t["pair"] == SAME].to_dict("records"):
         if r["subset"] not in claims:
             continue
-        v = decide(f"{label(r)}: {claims[r['subset']]}", statistic("twins", r["subset"]),
+        v = decide_meaningful(f"{label(r)}: {claims[r['subset']]}", statistic("twins", r["subset"]),
                    r["difference"], r["difference_ci_low"], r["difference_ci_high"], line=0.0,
-                   direction="greater", n={"same-weight twin pairs": int(r["pairs"])},
+                   margin=SELF_OTHER_MARGIN if margin is None else margin,
+                   line_why=MARGIN_WHY if margin is None else "the margin given here", direction="greater", n={"same-weight twin pairs": int(r["pairs"])},
                    min_counts={"same-weight twin pairs": min_pairs})
         flip = (f"leaving one pair out moves its interval to another side of 0 (leave-one-pair-out "
                 f"estimates {fmt_range(r['loo_min'], r['loo_max'], digits=3, sep=' to ')})"
