@@ -211,3 +211,16 @@ def test_verdict_paragraph_says_rules_out_only_where_the_verdict_is_not_supporte
     assert "rules out κ" not in alone
     assert ('No verdict here is "negligible" or "not supported", so in each panel the upper end of T\'s '
             'interval is a bound') in alone
+
+
+def test_the_detectable_effect_is_never_finer_than_the_interval_the_verdict_reads():
+    """"detect only effects of 0.023 or more (power analysis)" stood beside an interval of −0.024
+    to 0.039, which detects about 0.045 at 80% power: the verdict now names the larger."""
+    row = pd.DataFrame([{"panel": "P", "models": 10, "items": 500, "excess": 0.0075, "excess_ci_low": -0.024,
+                         "excess_ci_high": 0.039, "detectable_excess": 0.023}])
+    (v,) = hw.verdicts(row, margin=0.02)
+    assert v.status == INSUFFICIENT and v.detectable == pytest.approx(0.045, abs=0.001)
+    assert "0.023" in v.reason and "interval's own width" in v.reason
+    sharp = row.assign(excess_ci_low=-0.004, excess_ci_high=0.005, detectable_excess=0.015)
+    (w,) = hw.verdicts(sharp, margin=0.02)
+    assert w.status == NEGLIGIBLE and w.detectable == pytest.approx(0.015)  # the power analysis is the larger

@@ -38,7 +38,7 @@ from metacog.power.matching import complete_block, fit_population
 from metacog.power.null import equivalent_kappa, self_other_null
 from metacog.power.curves import minimum_detectable_kappa
 from metacog.stats import self_other_test
-from metacog.hypotheses.verdict import SELF_OTHER_MARGIN
+from metacog.hypotheses.verdict import SELF_OTHER_MARGIN, TARGET_POWER
 
 #: The power machinery needs at least this many models (the pairwise test compares a model
 #: with the others) and items.
@@ -236,19 +236,29 @@ def verdicts(power_table: pd.DataFrame, *, margin: float = MARGIN) -> list:
     "insufficient evidence". Each verdict carries why its line is where it is (``line_why``:
     :data:`metacog.hypotheses.verdict.SELF_OTHER_MARGIN_WHY` for the default margin).
     """
-    from metacog.hypotheses.verdict import SELF_OTHER_MARGIN_WHY, decide_meaningful
+    from metacog.hypotheses.verdict import SELF_OTHER_MARGIN_WHY, decide_meaningful, interval_detectable
 
     why = SELF_OTHER_MARGIN_WHY if margin == MARGIN else f"{margin:g} τ-b, the margin given here"
     out = []
     for r in power_table.to_dict("records"):
-        det = r.get("detectable_excess", np.nan)
+        # the verdict reads the interval, so the design detects no less than the interval's own
+        # width allows, whatever the permutation test's simulated power says
+        sim = r.get("detectable_excess", np.nan)
+        width = interval_detectable(r.get("excess_ci_low", np.nan), r.get("excess_ci_high", np.nan))
+        both = [x for x in (sim, width) if np.isfinite(x) and x > 0]
+        det = max(both) if both else np.nan
+        source = ("the larger of the permutation test's power analysis "
+                  f"({_sig(sim)}) and the interval's own width at {TARGET_POWER:.0%} power ({_sig(width)})"
+                  if len(both) == 2 else "power analysis" if np.isfinite(sim) and sim > 0
+                  else f"the interval's width at {TARGET_POWER:.0%} power")
         out.append(decide_meaningful(
             f"{r['panel']}: {CLAIM}", "self minus other τ-b above its simulated null without self-knowledge",
             r.get("excess", np.nan), r.get("excess_ci_low", np.nan), r.get("excess_ci_high", np.nan),
             margin=margin, line=0.0, direction="greater",
             n={"models": int(r["models"]), "items": int(r["items"])},
             min_counts={"models": MIN_MODELS, "items": MIN_ITEMS},
-            detectable=_sig(det) if np.isfinite(det) and det > 0 else None, line_why=why))
+            detectable=_sig(det) if np.isfinite(det) and det > 0 else None, detectable_from=source,
+            line_why=why))
     return out
 
 
