@@ -31,6 +31,8 @@ def display_table(structure_table: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"panel": t["panel"], "design": t.get("design", "unknown"), "matrix": t["matrix"],
                         "subset": t["subset"], "models": t["models"], "items": t["items"]})
     out = out.assign(**with_ci(t, "eig_share", "first-factor share (95% CI)", digits=2))
+    if "share" in t:  # the fitted one-factor model's share: the other reading of paper 1's statistic
+        out = out.assign(**with_ci(t, "share", "one-factor share, minres (95% CI)", digits=2))
     out = out.assign(**with_ci(t, "eig_ratio", "eig1/eig2 (95% CI)", digits=2))
     out["factors kept by parallel analysis"] = t.get("pa_factors")
     out["shape, against the stated lines"] = shape_labels(t)
