@@ -50,6 +50,10 @@ def _ece(y, c):
     return stats.ece(y, c).ece
 
 
+def _smooth_ece(y, c):
+    return float(stats.smooth_ece(y, c))
+
+
 def _brier_part(part: str):
     def value(y, c):
         return getattr(stats.brier(y, c), part)
@@ -58,16 +62,16 @@ def _brier_part(part: str):
 
 def one_model(correct, confidence, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Every measure of one model's confidence with its 95% interval: the type-2 AUROC with
-    DeLong's, the rest (accuracy, mean confidence, ECE with 10 bins, the Brier score and its
-    reliability and resolution) by the percentile bootstrap over answers. Columns statistic,
-    estimate, ci_low, ci_high."""
+    DeLong's, the rest (accuracy, mean confidence, ECE with 10 bins, smooth ECE, the Brier score
+    and its reliability and resolution) by the percentile bootstrap over answers. Columns
+    statistic, estimate, ci_low, ci_high."""
     y = np.asarray(correct, dtype=int)
     c = np.asarray(confidence, dtype=float)
     au = stats.auroc_ci(y, c)
     rows = [{"statistic": "type-2 AUROC (DeLong)", "estimate": au.estimate, "ci_low": au.ci_low,
              "ci_high": au.ci_high}]
     for name, fn in (("accuracy", _accuracy), ("mean confidence", _mean_confidence), ("ECE (10 bins)", _ece),
-                     ("Brier score", _brier_part("brier")), ("Brier: reliability", _brier_part("reliability")),
+                     ("smooth ECE", _smooth_ece), ("Brier score", _brier_part("brier")), ("Brier: reliability", _brier_part("reliability")),
                      ("Brier: resolution", _brier_part("resolution"))):
         b = stats.bootstrap_ci(fn, y, c, n_boot=n_boot, seed=seed).iloc[0]
         rows.append({"statistic": name, "estimate": b["estimate"], "ci_low": b["ci_low"], "ci_high": b["ci_high"]})
