@@ -87,6 +87,20 @@ def short_model(name: str) -> str:
     return str(name).split("/")[-1]
 
 
+def short_models(names) -> list[str]:
+    """:func:`short_model` of each name, except where two names would share a label: those keep
+    their full id, so that every label of one table or figure names one model.
+
+    >>> short_models(["openai/gpt-4o", "a/x", "b/x"])
+    ['gpt-4o', 'a/x', 'b/x']
+    """
+    from collections import Counter
+
+    names = [str(n) for n in names]
+    count = Counter(short_model(n) for n in names)
+    return [short_model(n) if count[short_model(n)] == 1 else n for n in names]
+
+
 def notes_table(notes):
     """The panels' notes for a page (what was dropped and why), or a sentence when there are none."""
     from IPython.display import Markdown

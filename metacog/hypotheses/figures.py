@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from metacog.hypotheses.common import short_model
+from metacog.hypotheses.common import short_models
 
 
 def large_panels(panelset, min_models: int) -> list:
@@ -83,7 +83,7 @@ def heatmap(matrix: pd.DataFrame, order: list, *, title: str, label: str, cmap: 
     hold the negative values too, so none is clipped."""
     import seaborn as sns
 
-    short = [short_model(m) for m in order]
+    short = short_models(order)
     fig, ax = plt.subplots(figsize=(9.5, 8))
     sns.heatmap(matrix.loc[order, order].set_axis(short, axis=0).set_axis(short, axis=1), cmap=cmap,
                 vmin=vmin, vmax=vmax, center=center, ax=ax, cbar_kws={"label": label},
