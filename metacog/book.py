@@ -128,12 +128,10 @@ def readable_literals(source: str) -> str:
 
 
 def _finish(path: Path, title: str, page: str = "") -> None:
-    """Show the parameters once (the values papermill injected, folded behind a toggle) and set
-    the page title.
+    """Show the parameters once (the values papermill injected, folded) and set the page title.
 
     A template executed as several pages (a ``title`` is given) would repeat its exercise
-    labels on every page; there they become ``<page>-ex-<n>`` (e.g. ``bench-squad-ex-1``).
-    """
+    labels on every page; there they become ``<page>-ex-<n>`` (e.g. ``bench-squad-ex-1``)."""
     import re
 
     import nbformat
@@ -144,10 +142,9 @@ def _finish(path: Path, title: str, page: str = "") -> None:
         # a page whose own parameters cell is tagged remove-cell shows no parameters at all
         hidden = any("parameters" in t and "remove-cell" in t for t in tags)
         for cell, t in zip(nb.cells, tags):
-            if "injected-parameters" in t:
+            if "injected-parameters" in t:  # folded: a reader sees a "show" toggle, not a code box
+                t = cell.metadata["tags"] = t + ["hide-input"]
                 cell.source = readable_literals(cell.source)
-                if "hide-input" not in t:  # folded: a reader sees a "show" toggle, not a code box
-                    cell.metadata["tags"] = t = t + ["hide-input"]
             if ("parameters" in t or (hidden and "injected-parameters" in t)) and "remove-cell" not in t:
                 cell.metadata["tags"] = t + ["remove-cell"]
     if title:

@@ -27,10 +27,8 @@ from metacog.probe.study import PAPER_GROUP_ITEMS
 #: "As stable": OCW and CC displacement within this relative distance of each other.
 EQUIVALENCE_MARGIN = 0.10
 #: Why :data:`EQUIVALENCE_MARGIN` is where it is, printed beside every verdict that uses it.
-EQUIVALENCE_MARGIN_WHY = ("±10%: the book's own margin, a tenth of the confident hits' displacement; paper 2 "
-                          "reports \"no clear sensitivity difference\" without a figure for a difference it "
-                          "would call clear, so no paper number sets it; a difference smaller than a tenth "
-                          "of the displacement itself is read as none")
+EQUIVALENCE_MARGIN_WHY = ("±10%: the book's own margin, a tenth of the confident hits' displacement (paper 2 "
+                          "gives no figure for a difference it would call clear)")
 #: Fewer items per group than paper 2's (12 CC + 12 OCW) and a displacement contrast is not judged.
 MIN_GROUP_ITEMS = PAPER_GROUP_ITEMS
 

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from metacog.hypotheses.common import ChapterResult, chapter_result
-from metacog.hypotheses.shortcut.twins import (MIN_DRAWS, MIN_PAIRS, NEAR_CONSTANT, SAME, label,  # noqa: F401
+from metacog.hypotheses.shortcut.twins import (MARGIN_WHY, MIN_DRAWS, MIN_PAIRS, NEAR_CONSTANT, SAME, label,  # noqa: F401
                                                name_twins, statistic, twin_pairs)
 from metacog.hypotheses.shortcut.advantage import _tau_advantage, advantage_draws  # noqa: F401
 from metacog.stats import resample
@@ -36,10 +36,7 @@ from metacog.tidy.report import fmt_count
 #: Fewer judges than this in either group (reasoning / non-reasoning) is too few to compare:
 #: resampling so few judges understates how far the group mean could move.
 MIN_JUDGES = 8
-#: Why the chapter's τ-b differences are read against ±0.02 (the book's one τ-b line).
-MARGIN_WHY = ("0.02 τ-b, the line of every self-advantage in the book (pairwise and power chapters): "
-              "just below the smallest mean pairwise τ-b paper 1 reports (0.024, LegalBench); a "
-              "difference of self-advantages smaller than that is smaller than any signal paper 1 reports")
+
 #: A subset (formal or other items) needs this many items to be analysed.
 MIN_ITEMS = 20
 #: The formal domains by default: Atlas's, Battery's and MMLU-Pro's names for them.
@@ -308,12 +305,12 @@ def verdicts(result: ShortcutTables) -> list:
         key = ("judges", r["subset"])
         if key not in _CLAIMS:
             continue
-        out.append(decide_meaningful(f"{label(r)}: {_CLAIMS[key]}", statistic("judges", r["subset"]),
-                          r["difference"], r["difference_ci_low"], r["difference_ci_high"], line=0.0,
-                          margin=SELF_OTHER_MARGIN, line_why=MARGIN_WHY,
-                          direction="greater", n={"reasoning judges": int(r["reasoning_judges"]),
-                                                  "non-reasoning judges": int(r["other_judges"])},
-                          min_counts={"reasoning judges": MIN_JUDGES, "non-reasoning judges": MIN_JUDGES}))
+        out.append(decide_meaningful(
+            f"{label(r)}: {_CLAIMS[key]}", statistic("judges", r["subset"]), r["difference"],
+            r["difference_ci_low"], r["difference_ci_high"], line=0.0, margin=SELF_OTHER_MARGIN,
+            line_why=MARGIN_WHY, direction="greater",
+            n={"reasoning judges": int(r["reasoning_judges"]), "non-reasoning judges": int(r["other_judges"])},
+            min_counts={"reasoning judges": MIN_JUDGES, "non-reasoning judges": MIN_JUDGES}))
     from metacog.hypotheses.shortcut.twins import twin_verdicts
 
     out += twin_verdicts(result.twins, {sub: c for (kind, sub), c in _CLAIMS.items() if kind == "twins"})

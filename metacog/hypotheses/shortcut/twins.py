@@ -25,6 +25,10 @@ import pandas as pd
 
 from metacog.stats import resample
 
+#: Why the chapter's τ-b differences are read against ±0.02 (the book's one τ-b line).
+MARGIN_WHY = ("0.02 τ-b, the line of every self-advantage in the book (pairwise and power chapters): "
+              "just below the smallest mean pairwise τ-b paper 1 reports (0.024, LegalBench); a "
+              "difference of self-advantages smaller than that is smaller than any signal paper 1 reports")
 #: Fewer same-weight twin pairs than this: no mean over pairs is interpreted, and none gets an interval.
 MIN_PAIRS = 5
 #: A judgment with one value on more than this share of its items is near-constant; its pair is excluded.
@@ -165,7 +169,6 @@ def twin_verdicts(t: pd.DataFrame, claims: dict, min_pairs: int = MIN_PAIRS, mar
     ``min_pairs`` same-weight pairs, read against ±``margin`` τ-b (default the book's
     :data:`metacog.hypotheses.verdict.SELF_OTHER_MARGIN`); capped at "insufficient evidence" when
     leaving one pair out moves the interval to another side of 0."""
-    from metacog.hypotheses.shortcut import MARGIN_WHY
     from metacog.hypotheses.verdict import SELF_OTHER_MARGIN, cap, decide_meaningful
     from metacog.tidy.report import fmt_range
 
@@ -174,10 +177,11 @@ def twin_verdicts(t: pd.DataFrame, claims: dict, min_pairs: int = MIN_PAIRS, mar
         if r["subset"] not in claims:
             continue
         v = decide_meaningful(f"{label(r)}: {claims[r['subset']]}", statistic("twins", r["subset"]),
-                   r["difference"], r["difference_ci_low"], r["difference_ci_high"], line=0.0,
-                   margin=SELF_OTHER_MARGIN if margin is None else margin,
-                   line_why=MARGIN_WHY if margin is None else "the margin given here", direction="greater", n={"same-weight twin pairs": int(r["pairs"])},
-                   min_counts={"same-weight twin pairs": min_pairs})
+                              r["difference"], r["difference_ci_low"], r["difference_ci_high"], line=0.0,
+                              margin=SELF_OTHER_MARGIN if margin is None else margin,
+                              line_why=MARGIN_WHY if margin is None else "the margin given here",
+                              direction="greater", n={"same-weight twin pairs": int(r["pairs"])},
+                              min_counts={"same-weight twin pairs": min_pairs})
         flip = (f"leaving one pair out moves its interval to another side of 0 (leave-one-pair-out "
                 f"estimates {fmt_range(r['loo_min'], r['loo_max'], digits=3, sep=' to ')})"
                 if pd.notna(r["loo_flips"]) and bool(r["loo_flips"]) else "")
