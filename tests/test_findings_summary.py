@@ -77,6 +77,8 @@ def test_detailed_rows_name_the_claim_by_id_without_its_text():
     t = findings.findings_table(_rows())
     shown = findings.display(t)
     assert list(shown["claim"]) == list(t["claim_id"])
+    # every detailed row prints the line its verdict was judged against
+    assert set(shown["judged against"]) == {"±0.02 around 0", "0"}
     assert not shown.isin(list(t["claim"])).any().any()  # the claim's words are in the claims table only
     assert "how confidence was asked" not in shown and "how confidence was asked" in findings.display(
         t, elicitation=True)

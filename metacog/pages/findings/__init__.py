@@ -71,13 +71,13 @@ def findings_table(found: list[Found]) -> pd.DataFrame:
                      "design": f.design.timing, "elicitation": f.design.elicitation,
                      "statistic": v.statistic, "estimate": v.estimate, "ci_low": v.ci_low,
                      "ci_high": v.ci_high, "book_value": value, "n": fmt_n(v.n) or "no count",
-                     "status": v.status, "reason": v.reason,
+                     "status": v.status, "reason": v.reason, "line": v.threshold(),
                      "verdict_value": f"{v.status} ({_short_value(v)})",
                      "agreement": _agreement(v.status, c, f.design.timing, f.answerers),
                      "_order": (order.get(c["id"], len(order)), timing_rank(f.design.timing))})
     cols = ["paper", "claim_id", "claim", "paper_value", "where_in_paper", "paper_design", "chapter",
             "panel", "chapter_claim", "design", "elicitation", "statistic", "estimate", "ci_low", "ci_high", "book_value",
-            "n", "status", "reason", "verdict_value", "agreement"]
+            "n", "status", "reason", "line", "verdict_value", "agreement"]
     if not rows:
         return pd.DataFrame(columns=cols)
     t = _base_rate_notes(_number_own_claims(pd.DataFrame(rows)))
@@ -146,7 +146,8 @@ def display(table: pd.DataFrame, *, elicitation: bool = False) -> pd.DataFrame:
         "claim": table["claim_id"], "panel": table["panel"], "design": table["design"],
         **({"how confidence was asked": table["elicitation"]} if elicitation else {}),
         "statistic": table["statistic"], "book's value (95% CI)": table["book_value"], "n": table["n"],
-        "verdict": table["status"], "why": table["reason"], "against the paper": table["agreement"]})
+        "judged against": table["line"], "verdict": table["status"], "why": table["reason"],
+        "against the paper": table["agreement"]})
     return out.fillna("—").replace("", "—")
 
 
