@@ -247,8 +247,8 @@ def verdicts(power_table: pd.DataFrame, *, margin: float = MARGIN) -> list:
         width = interval_detectable(r.get("excess_ci_low", np.nan), r.get("excess_ci_high", np.nan))
         both = [x for x in (sim, width) if np.isfinite(x) and x > 0]
         det = max(both) if both else np.nan
-        source = ("the larger of the permutation test's power analysis "
-                  f"({_sig(sim)}) and the interval's own width at {TARGET_POWER:.0%} power ({_sig(width)})"
+        source = (f"the larger of the permutation test's power analysis, {_sig(sim)}, and what the "
+                  f"interval's own width detects at {TARGET_POWER:.0%} power, {_sig(width)}"
                   if len(both) == 2 else "power analysis" if np.isfinite(sim) and sim > 0
                   else f"the interval's width at {TARGET_POWER:.0%} power")
         out.append(decide_meaningful(
