@@ -82,16 +82,12 @@ def verdict_frame_text(verdicts: list, *tables: pd.DataFrame, digits: int = 2) -
     the verdict, the outcome in words, why, and why the line is where it is (when any says)."""
     from dataclasses import replace
 
-    from metacog.hypotheses.verdict import _TABLE_NAMES, separating_digits, verdict_table
+    from metacog.hypotheses.verdict import _TABLE_NAMES, lean_table, separating_digits
 
-    t = verdict_table(verdicts)
+    t = lean_table(verdicts, [replace(v, digits=separating_digits(v.ci_low, v.ci_high, [v.line], digits)).interval()
+                              if np.isfinite(v.estimate) else "–" for v in verdicts])
     t.insert(0, "design", design_of(verdicts, *tables))
-    t["estimate (95% CI)"] = [
-        replace(v, digits=separating_digits(v.ci_low, v.ci_high, [v.line], digits)).interval()
-        if np.isfinite(v.estimate) else "–" for v in verdicts]
-    cols = ["design", "claim", "statistic", "estimate (95% CI)", "n", "threshold", "status", "outcome",
-            "reason"] + (["line_why"] if t["line_why"].astype(bool).any() else [])
-    return design_order(t[cols]).reset_index(drop=True).rename(columns=_TABLE_NAMES)
+    return design_order(t).reset_index(drop=True).rename(columns=_TABLE_NAMES)
 
 
 def design_sentence(summary: pd.DataFrame) -> str:

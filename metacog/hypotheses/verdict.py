@@ -196,21 +196,25 @@ def verdict_table(verdicts) -> pd.DataFrame:
                                        "line_why"])
 
 
-def verdict_display(verdicts, *, leading: dict | None = None) -> PrettyTable:
-    """Verdicts for a page, one row each: claim, statistic, the estimate with its interval in one
-    cell, n, the line in words (``threshold``, e.g. '±0.02 around 0': never the bare 0 a margin is
-    measured from), the verdict, the outcome in words (above the line, within the line, cannot
-    tell), why, and why the line is where it is (a column only when some verdict says).
-    ``leading`` adds columns in front (name -> values, one per verdict), e.g. when each was judged.
-    The raw ``line``, ``direction`` and interval ends stay in :func:`verdict_table`."""
+def lean_table(verdicts, intervals=None) -> pd.DataFrame:
+    """The columns of :func:`verdict_table` a page shows: claim, statistic, the estimate with its
+    interval in one cell (``intervals``, else each :meth:`Verdict.interval`), n, the line in words
+    ('±0.02 around 0', never the bare 0 of a margin), verdict, outcome in words, why, and
+    ``line_why`` when any verdict has one. The raw line, direction and interval ends stay there."""
     verdicts = list(verdicts)
     t = verdict_table(verdicts)
-    shown = pd.DataFrame({"claim": t["claim"], "statistic": t["statistic"],
-                          "estimate (95% CI)": [v.interval() if not _nan(v.estimate) else "—" for v in verdicts],
-                          "n": t["n"], "threshold": t["threshold"], "status": t["status"],
-                          "outcome": t["outcome"], "reason": t["reason"]})
+    shown = t[["claim", "statistic", "n", "threshold", "status", "outcome", "reason"]].copy()
+    shown.insert(2, "estimate (95% CI)", list(intervals) if intervals is not None else
+                 [v.interval() if not _nan(v.estimate) else "—" for v in verdicts])
     if t["line_why"].astype(bool).any():
         shown["line_why"] = t["line_why"]
+    return shown
+
+
+def verdict_display(verdicts, *, leading: dict | None = None) -> PrettyTable:
+    """:func:`lean_table` for a page, with readable headers. ``leading`` adds columns in front
+    (name -> values, one per verdict), e.g. when each was judged."""
+    shown = lean_table(verdicts)
     for i, (name, values) in enumerate((leading or {}).items()):
         shown.insert(i, name, list(values))
     return pretty(shown, names=_TABLE_NAMES)

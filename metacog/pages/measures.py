@@ -71,8 +71,8 @@ def one_model(correct, confidence, *, n_boot: int = 1000, seed: int = 0) -> pd.D
     rows = [{"statistic": "type-2 AUROC (DeLong)", "estimate": au.estimate, "ci_low": au.ci_low,
              "ci_high": au.ci_high}]
     for name, fn in (("accuracy", _accuracy), ("mean confidence", _mean_confidence), ("ECE (10 bins)", _ece),
-                     ("smooth ECE", _smooth_ece), ("Brier score", _brier_part("brier")), ("Brier: reliability", _brier_part("reliability")),
-                     ("Brier: resolution", _brier_part("resolution"))):
+                     ("smooth ECE", _smooth_ece), ("Brier score", _brier_part("brier")),
+                     ("Brier: reliability", _brier_part("reliability")), ("Brier: resolution", _brier_part("resolution"))):
         b = stats.bootstrap_ci(fn, y, c, n_boot=n_boot, seed=seed).iloc[0]
         rows.append({"statistic": name, "estimate": b["estimate"], "ci_low": b["ci_low"], "ci_high": b["ci_high"]})
     return pd.DataFrame(rows)

@@ -44,6 +44,16 @@ COUNTERFACTUAL_CAVEAT = ("a counterfactual judgment is asked only after the mode
                          "+0.03 τ-b), so this design cannot tell")
 
 
+def _margin(margin: float | None) -> tuple[float, str]:
+    """The τ-b margin a pairwise verdict is read against (default the book's
+    :data:`metacog.hypotheses.verdict.SELF_OTHER_MARGIN`) and why it is there."""
+    from metacog.hypotheses.verdict import SELF_OTHER_MARGIN, SELF_OTHER_MARGIN_WHY
+
+    if margin is None or margin == SELF_OTHER_MARGIN:
+        return SELF_OTHER_MARGIN, SELF_OTHER_MARGIN_WHY
+    return margin, "the margin given here"
+
+
 def verdicts(pairwise_table: pd.DataFrame, *, margin: float | None = None) -> list:
     """Per panel and subset: is a model's confidence calibrated to its own correctness better
     than to other models' by at least ``margin`` τ-b (default: the power chapter's smallest
@@ -65,12 +75,10 @@ def verdicts(pairwise_table: pd.DataFrame, *, margin: float | None = None) -> li
     given here" for another ``margin``) travel with every verdict. Paper 1 claims there is none."""
     from metacog.hypotheses.common import TIMING
     from metacog.hypotheses.pairwise.population import is_third_person
-    from metacog.hypotheses.verdict import SELF_OTHER_MARGIN as MARGIN
-    from metacog.hypotheses.verdict import (INSUFFICIENT, NEGLIGIBLE, NOT_SUPPORTED, SELF_OTHER_MARGIN_WHY,
-                                            SUPPORTED, TARGET_POWER, cap, decide_meaningful, interval_detectable)
+    from metacog.hypotheses.verdict import (INSUFFICIENT, NEGLIGIBLE, NOT_SUPPORTED, SUPPORTED, TARGET_POWER, cap,
+                                            decide_meaningful, interval_detectable)
 
-    why = SELF_OTHER_MARGIN_WHY if margin is None or margin == MARGIN else "the margin given here"
-    margin = MARGIN if margin is None else margin
+    margin, why = _margin(margin)
     out = []
     for r in pairwise_table.to_dict("records"):
         if is_third_person(str(r.get("timing"))):
@@ -121,11 +129,9 @@ def excess_verdicts(pairwise_table: pd.DataFrame, *, margin: float | None = None
     items). Decided with :func:`metacog.hypotheses.verdict.decide_meaningful`: above the line,
     within the line (negligible), or cannot tell."""
     from metacog.hypotheses.pairwise.population import is_third_person
-    from metacog.hypotheses.verdict import SELF_OTHER_MARGIN as MARGIN
-    from metacog.hypotheses.verdict import SELF_OTHER_MARGIN_WHY, decide_meaningful
+    from metacog.hypotheses.verdict import decide_meaningful
 
-    why = SELF_OTHER_MARGIN_WHY if margin is None or margin == MARGIN else "the margin given here"
-    margin = MARGIN if margin is None else margin
+    margin, why = _margin(margin)
     out = []
     for r in pairwise_table.to_dict("records"):
         if r.get("subset") != "all items" or is_third_person(str(r.get("timing"))):

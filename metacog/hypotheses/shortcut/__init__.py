@@ -36,7 +36,6 @@ from metacog.tidy.report import fmt_count
 #: Fewer judges than this in either group (reasoning / non-reasoning) is too few to compare:
 #: resampling so few judges understates how far the group mean could move.
 MIN_JUDGES = 8
-
 #: A subset (formal or other items) needs this many items to be analysed.
 MIN_ITEMS = 20
 #: The formal domains by default: Atlas's, Battery's and MMLU-Pro's names for them.

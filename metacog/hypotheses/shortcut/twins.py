@@ -23,12 +23,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from metacog.hypotheses.verdict import SELF_OTHER_MARGIN_WHY
 from metacog.stats import resample
 
-#: Why the chapter's τ-b differences are read against ±0.02 (the book's one τ-b line).
-MARGIN_WHY = ("0.02 τ-b, the line of every self-advantage in the book (pairwise and power chapters): "
-              "just below the smallest mean pairwise τ-b paper 1 reports (0.024, LegalBench); a "
-              "difference of self-advantages smaller than that is smaller than any signal paper 1 reports")
+#: Why the chapter's τ-b differences are read against ±0.02: the book's one τ-b line.
+MARGIN_WHY = f"the line of every self-advantage in the book (pairwise and power chapters), {SELF_OTHER_MARGIN_WHY}"
 #: Fewer same-weight twin pairs than this: no mean over pairs is interpreted, and none gets an interval.
 MIN_PAIRS = 5
 #: A judgment with one value on more than this share of its items is near-constant; its pair is excluded.

@@ -188,19 +188,14 @@ def comparison_table(runs: dict, *, min_conformance: float = 0.8, seed: int = 0)
     return pd.concat(frames, ignore_index=True)
 
 
-def _none(x) -> bool:
-    """No value: None, or the NaN that ``pd.concat`` makes of a None."""
-    return x is None or (isinstance(x, float) and np.isnan(x))
-
-
 def _verdict_cell(status, why) -> str:
-    if _none(status):
+    if pd.isna(status):  # None, or the NaN pd.concat makes of it
         return "not asked"
     return f"{status} ({why})" if isinstance(why, str) and why else status
 
 
 def _auroc_cell(r: dict, probe: str) -> str:
-    if _none(r[f"{probe}_verdict"]) and _none(r[f"{probe}_score"]):
+    if pd.isna(r[f"{probe}_verdict"]) and pd.isna(r[f"{probe}_score"]):
         return "not asked"
     cell = auroc_cell({k: r[f"{probe}_{k}"] for k in ("n_pos", "n_neg", "sufficient", "auroc", "ci_low", "ci_high")})
     return cell + (" [Yes/No]" if r[f"{probe}_score"] == "confidence" else "")

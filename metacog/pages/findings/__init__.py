@@ -184,6 +184,8 @@ _NOT_SAME = {OTHER_MEASUREMENT: "different measurement", OTHER_CONTRAST: "differ
 def _cell(t: pd.DataFrame) -> str:
     """One summary cell: 'verdict (value, 95% CI)' for one panel; for several, how many panels
     reach each verdict, then each panel's, one a line."""
+    from metacog.tidy.report import fmt_count
+
     if not len(t):
         return "—"
     lines = [r.verdict_value + (f" ({_NOT_SAME[r.agreement]})" if r.agreement in _NOT_SAME else "")
@@ -192,8 +194,6 @@ def _cell(t: pd.DataFrame) -> str:
         return lines[0]
     counts = t["status"].value_counts(sort=False)
     tally = ", ".join(f"{s} on {n}" for s, n in counts.items())
-    from metacog.tidy.report import fmt_count
-
     panels = t["panel"].astype(str).str.split(", ", n=1).str[0].nunique()
     of = (f"{len(t)} panels" if panels == len(t) else
           f"{len(t)} panel-subsets ({fmt_count(panels, 'panel')}, each on more than one item subset)")

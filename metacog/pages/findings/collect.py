@@ -117,9 +117,8 @@ def _twin_verdicts(twins: pd.DataFrame, decided: list) -> list:
     same-weight pairs where the panel has :data:`~metacog.hypotheses.shortcut.MIN_PAIRS` of
     them; where it has fewer (no mean is decided), each same-weight pair with its item-bootstrap
     interval from the chapter's twin table, named as one pair and "insufficient evidence" as in the
-    chapter, so that a prospective twin the account cannot use still reaches the page. A near-constant pair is shown with why it is out."""
-    from dataclasses import replace
-
+    chapter, so that a prospective twin the account cannot use still reaches the page. A
+    near-constant pair is shown with why it is out."""
     from metacog.hypotheses import shortcut as hs
     from metacog.hypotheses.shortcut import twins as st
     from metacog.hypotheses.verdict import INSUFFICIENT, Verdict
@@ -140,20 +139,14 @@ def _twin_verdicts(twins: pd.DataFrame, decided: list) -> list:
         for r in pairs.to_dict("records"):
             head = f"{panel} · {r['pair']}{design}: {claim}"
             stat = f"{st.statistic('twins', 'all items')}, one same-weight pair"
-            if r["excluded"]:
-                out.append(Verdict(head, stat, r["difference"], r["difference_ci_low"], r["difference_ci_high"],
-                                   {"same-weight twin pairs": 1}, INSUFFICIENT,
-                                   f"the pair is left out of the twin design: {r['excluded']}", 0.0,
-                                   basis="caveat"))
-                continue
+            why = (f"the pair is left out of the twin design: {r['excluded']}" if r["excluded"] else
+                   f"the shortcut chapter decides the twin design on a mean over at least {st.MIN_PAIRS} "
+                   f"same-weight pairs and this panel has {kept}, so it draws no verdict here; the one "
+                   f"pair's difference and item-bootstrap interval are shown as the chapter's twin table "
+                   f"gives them, a result on these two runs of the same weights, not on thinking models "
+                   f"in general")
             out.append(Verdict(head, stat, r["difference"], r["difference_ci_low"], r["difference_ci_high"],
-                               {"same-weight twin pairs": 1}, INSUFFICIENT,
-                               f"the shortcut chapter decides the twin design on a mean over at least "
-                               f"{st.MIN_PAIRS} same-weight pairs and this panel has {kept}, so it draws no "
-                               f"verdict here; the one pair's difference and item-bootstrap interval are "
-                               f"shown as the chapter's twin table gives them, a result on these two runs "
-                               f"of the same weights, not on thinking models in general",
-                               0.0, basis="caveat"))
+                               {"same-weight twin pairs": 1}, INSUFFICIENT, why, 0.0, basis="caveat"))
     return out
 
 
