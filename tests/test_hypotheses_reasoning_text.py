@@ -50,6 +50,18 @@ def test_too_few_correct_texts_is_insufficient_and_shows_no_number():
     assert shown["probe minus own Yes/No (95% CI)"].iloc[0] == "insufficient evidence"
 
 
+def test_a_stated_confidence_is_named_as_such_and_its_text_probe_is_judged_against_it():
+    rows = _rows(planted=True)
+    stated = rows.drop(columns="p_yes").assign(confidence=np.round(np.random.default_rng(1).random(len(rows)), 2))
+    v, t = _verdict(stated)
+    assert "own stated confidence" in v.claim and v.status == SUPPORTED
+    shown = hrt.display(t.assign(source="planted", models="a, b"))
+    assert "AUROC, own stated confidence (95% CI)" in shown.columns
+    assert "probe minus own stated confidence (95% CI)" in shown.columns and "AUROC, own Yes/No (95% CI)" not in shown
+    yes_no, _ = _verdict(rows)  # a 0/1 judgment keeps its name
+    assert "own Yes/No" in yes_no.claim
+
+
 def test_split_source_and_skipped_sources():
     assert hrt.split_source("squad:prospective") == ("squad", "prospective")
     assert hrt.split_source("squad") == ("squad", None)

@@ -44,6 +44,19 @@ def test_parsers(reply, letter, conf):
     assert (got is None and conf is None) or got == pytest.approx(conf)
 
 
+@pytest.mark.parametrize("reply, reasoning", [
+    ("Explanation: because of X.\n\nAnswer: C\n\nConfidence (0-100): 85%", "because of X."),
+    ("Step one.\nStep two: answer is near 4.\n**Answer:** B\nconfidence: 40", "Step one.\nStep two: answer is near 4."),
+    ("Explanation: cut before it answered", "cut before it answered"),
+    ("", ""),
+])
+def test_the_reasoning_part_leaves_out_the_stated_answer_and_confidence(reply, reasoning):
+    got = cs.reasoning_part(reply)
+    assert got == reasoning
+    assert cs.extract_verbal_confidence(got) is None  # a probe on it cannot read the stated number
+    assert cs.reasoning_part(None) is None
+
+
 def test_logit_confidence_is_the_mean_token_probability():
     assert cs.logit_confidence([np.log(0.5), np.log(1.0), None]) == pytest.approx(0.75)
     assert cs.logit_confidence([]) is None and cs.logit_confidence(None) is None

@@ -54,6 +54,9 @@ def test_place_against_a_server_answering_at_random_writes_the_page(mirror, tmp_
     assert set(resp["probe"]) == {"verbal_confidence", "logit_confidence"}
     assert resp["item_id"].nunique() == 40 and (resp["parse_status"] == "ok").all()
     assert resp["confidence"].between(0, 1).all()
+    # the reply is kept, and its reasoning part without the stated answer and confidence
+    assert resp["raw_text"].str.contains("Confidence").all()
+    assert resp["reasoning_text"].notna().all() and not resp["reasoning_text"].str.contains("Confidence").any()
     html = (tmp_path / "out" / "place.html").read_text()
     assert "at chance" in html or "too few correct" in html
     assert "insufficient evidence" in html

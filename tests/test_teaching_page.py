@@ -1,6 +1,8 @@
-"""The teaching page (book/teaching.md) shows the output of every Python block it asks
-students to run; each block is run here from the checkout, and what it prints must be the
-"Expected output" shown under it."""
+"""The teaching page (book/teaching.md) shows the output of every code block it asks
+students to run; each block is run here (a Python block from the checkout, a shell block in an
+empty folder with its own cache), and what it prints must be the "Expected output" shown under
+it: all of it for Python; for the shell, every shown line in order, where "…" stands for any
+text (a folder, a count of rendering warnings) and a line of "…" alone for lines left out."""
 
 import os
 import re
@@ -13,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = (ROOT / "book" / "teaching.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"```python\n(.*?)```\n\nExpected output[^\n]*\n\n```text\n(.*?)```", PAGE, re.S)
+SHELL = re.findall(r"```bash\n(.*?)```\n\nExpected output[^\n]*(?:\n[^\n`]+)*\n\n```text\n(.*?)```", PAGE, re.S)
 
 
 def test_every_python_block_has_an_expected_output():
@@ -26,6 +29,48 @@ def test_a_block_prints_its_expected_output(code, expected):
                          timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == expected.strip()
+
+
+def test_every_shell_block_has_an_expected_output():
+    assert len(SHELL) == PAGE.count("```bash\n") >= 5
+
+
+def _shown_lines_in_order(expected: str, output: str) -> list[str]:
+    """The expected lines (bar the "…" lines) that are not found, in order, among the output's
+    lines; whitespace runs count as one space and "…" inside a line matches any text."""
+    lines = [" ".join(x.split()) for x in re.split(r"[\r\n]+", output)]
+    at, missing = 0, []
+    for want in (" ".join(x.split()) for x in expected.strip().splitlines()):
+        if want == "…":
+            continue
+        pattern = re.compile(".*".join(re.escape(part) for part in want.split("…")) + "$")
+        hit = next((i for i in range(at, len(lines)) if pattern.match(lines[i])), None)
+        if hit is None:
+            missing.append(want)
+        else:
+            at = hit + 1
+    return missing
+
+
+def test_the_shell_matcher_needs_every_shown_line_in_order():
+    out = "[chapter] source a: 3 rows\n/tmp/x/html/p.html\rbar 50%\rbar 100%\nlast line"
+    assert _shown_lines_in_order("[chapter] source a: 3 rows\n…\n…/html/p.html\nlast line", out) == []
+    assert _shown_lines_in_order("last line\n[chapter] source a: 3 rows", out) == ["[chapter] source a: 3 rows"]
+    assert _shown_lines_in_order("[chapter] source a: 4 rows", out) == ["[chapter] source a: 4 rows"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code,expected", SHELL, ids=[f"shell{i + 1}" for i in range(len(SHELL))])
+def test_a_shell_block_prints_its_expected_output(code, expected, tmp_path):
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**os.environ, "METACOG_PROJECT_ROOT": str(ROOT), "METACOG_CACHE_DIR": str(tmp_path / "cache"),
+           "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    # one stream, as a terminal shows it
+    out = subprocess.run(["bash", "-e", "-c", code], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=1200)
+    assert out.returncode == 0, out.stdout[-3000:]
+    missing = _shown_lines_in_order(expected, out.stdout)
+    assert not missing, f"not printed (in order): {missing}\n--- output:\n{out.stdout[-3000:]}"
 
 
 def test_sessions_are_numbered_with_time_exercises_and_rubric():

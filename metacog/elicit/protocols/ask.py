@@ -5,7 +5,9 @@
 stored; concurrent for a server, one at a time for a local GGUF model) and returns one tidy row
 per item: model, item_id, decision, verbal_confidence, logit_confidence (the mean token
 probability of the reply), correct, parse_status, finish_reason, completion_tokens, seconds,
-error (why a failed call failed). A server reached over the direct HTTP path (:mod:`metacog.elicit.http`) must be
+error (why a failed call failed), raw_text (the reply) and reasoning_text (the reply without
+its answer and confidence lines, :func:`~metacog.elicit.protocols.calibration_study.reasoning_part`).
+A server reached over the direct HTTP path (:mod:`metacog.elicit.http`) must be
 OpenAI-compatible; its token log-probabilities are requested (``logprobs``/``top_logprobs``)
 and a server that returns none leaves ``logit_confidence`` missing.
 """
@@ -24,7 +26,8 @@ from metacog.elicit.cache import Cache, cache_key
 from metacog.elicit.protocols import calibration_study as cs
 
 COLUMNS = ["model", "item_id", "category", "decision", "key", "correct", "verbal_confidence",
-           "logit_confidence", "parse_status", "finish_reason", "completion_tokens", "seconds", "error"]
+           "logit_confidence", "parse_status", "finish_reason", "completion_tokens", "seconds", "error",
+           "raw_text", "reasoning_text"]
 
 
 @lru_cache(maxsize=2)
@@ -191,7 +194,8 @@ def ask(items: pd.DataFrame, model: str, *, api_base: str | None = None, cache=N
                                       else "unparseable"),
                      "finish_reason": p.get("finish_reason"),
                      "completion_tokens": p.get("completion_tokens"), "seconds": p.get("seconds"),
-                     "error": error})
+                     "error": error, "raw_text": text if ok else None,
+                     "reasoning_text": cs.reasoning_part(text) if ok else None})
     out = pd.DataFrame(rows, columns=COLUMNS)
     out["logit_confidence"] = out["logit_confidence"].astype(float)
     return out
@@ -215,7 +219,7 @@ def to_tidy(rows: pd.DataFrame) -> pd.DataFrame:
     from metacog.tidy import schema
 
     keep = ["model", "item_id", "category", "decision", "correct", "parse_status", "finish_reason",
-            "completion_tokens", "seconds"]
+            "completion_tokens", "seconds", *[c for c in ("raw_text", "reasoning_text") if c in rows]]
     if "error" in rows and rows["error"].notna().any():
         keep.append("error")  # why calls failed (recorded runs of answered calls have no such column)
     base = rows[keep].rename(columns={"category": "domain"})

@@ -196,6 +196,21 @@ def extract_verbal_confidence(text: str | None) -> float | None:
     return None if found is None else float(found)
 
 
+#: A line that states the answer or the confidence (what the reasoning part leaves out).
+_STATED = re.compile(r"(?i)^\W*(answer\b|confidence\b|the answer is\b)")
+
+
+def reasoning_part(text: str | None) -> str | None:
+    """The reply without the lines that state its answer or its confidence (and without the
+    'Explanation:' label the template asks for), so a probe on it reads the reasoning, not the
+    stated verdict. None for no reply."""
+    if text is None:
+        return None
+    kept = [ln for ln in str(text).splitlines() if not _STATED.match(ln)]
+    out = "\n".join(kept).strip()
+    return re.sub(r"(?i)^explanation\s*:\s*", "", out)
+
+
 def logit_confidence(token_logprobs) -> float | None:
     """``calculate_logit_perplexity``: the mean probability of the reply's tokens."""
     arr = np.array([p for p in (token_logprobs or []) if p is not None], dtype=float)

@@ -18,15 +18,22 @@ from metacog.hypotheses.reasoning_text import probe as text_probe
 from metacog.memo import memo
 from metacog.hypotheses.adequacy import ungated
 from metacog.hypotheses.common import ChapterResult, chapter_result, short_model
-from metacog.tidy.report import fmt_ci, fmt_list, pretty
+from metacog.tidy.report import fmt_list, pretty
 from metacog.stats.intervals import auroc_ci
 from metacog.hypotheses.verdict import INSUFFICIENT, NOT_SUPPORTED, SUPPORTED, Verdict, cap, decide
-from metacog.hypotheses.reasoning_text.display import no_model_notice, pooled_table  # noqa: F401 (the chapter's one namespace)
+from metacog.hypotheses.reasoning_text.display import (  # noqa: F401 (the chapter's one namespace)
+    JUDGMENTS, MIN_CLASS, _cell, display, no_model_notice, pooled_table)
 
-#: Fewer correct (or wrong) texts than this and no claim is made.
-MIN_CLASS = 10
-#: The model's own scores, as the page names them.
-JUDGMENTS = {"confidence": "own Yes/No", "p_yes": "own first-token P(Yes)"}
+
+def judgment_name(column: str, values) -> str:
+    """How the page names a judgment column: 'own Yes/No' for a ``confidence`` of 0s and 1s,
+    'own stated confidence' for one that takes other values (a number the model wrote, as in
+    the calibration study's protocol), else :data:`JUDGMENTS`' name."""
+    if column == "confidence":
+        seen = pd.Series(values, dtype=float).dropna()
+        if len(seen) and not seen.isin([0.0, 1.0]).all():
+            return "own stated confidence"
+    return JUDGMENTS.get(column, column)
 
 
 def split_source(source: str) -> tuple[str, str | None]:
@@ -106,8 +113,8 @@ def compare(rows: pd.DataFrame, *, text: str = "reasoning_text", cv: int = 5, C:
             seed: int = 0, n_boot: int = 1000) -> pd.DataFrame:
     """The text probe against the model's own judgments on the same rows (pooled over models).
 
-    One row per score ('text_probe', then 'confidence' and 'p_yes' where present): auroc with
-    DeLong's ci_low/ci_high, n_pos, n_neg, and diff (text probe minus this score) with its
+    One row per score ('text_probe', then 'confidence' and 'p_yes' where present), named in
+    ``judgment`` (:func:`judgment_name`): auroc with DeLong's ci_low/ci_high, n_pos, n_neg, and diff (text probe minus this score) with its
     paired-bootstrap diff_ci_low/diff_ci_high; and the probe's coefficients (a Series), as a
     pair. Raises ValueError when a class is too small to cross-validate."""
     cols = [c for c in JUDGMENTS if c in rows and rows[c].notna().any()]
@@ -118,7 +125,8 @@ def compare(rows: pd.DataFrame, *, text: str = "reasoning_text", cv: int = 5, C:
     out = []
     for name, s in scores.items():
         r = auroc_ci(probe.y_, s, min_class=MIN_CLASS)
-        row = {"score": name, "texts": len(rows), "n_pos": r.n_pos, "n_neg": r.n_neg, "auroc": r.estimate,
+        row = {"score": name, "judgment": "text probe" if name == "text_probe" else judgment_name(name, s),
+               "texts": len(rows), "n_pos": r.n_pos, "n_neg": r.n_neg, "auroc": r.estimate,
                "ci_low": r.ci_low, "ci_high": r.ci_high, "diff": np.nan, "diff_ci_low": np.nan,
                "diff_ci_high": np.nan}
         if name != "text_probe":
@@ -218,40 +226,6 @@ def analyse(sources, *, answer: bool = False, min_conformance: float = 0.8, cv: 
     return TextProbeComparison(**res)
 
 
-def _cell(r: dict) -> str:
-    if r["n_pos"] < MIN_CLASS or r["n_neg"] < MIN_CLASS:
-        few = r["n_pos"] if r["n_pos"] < r["n_neg"] else r["n_neg"]
-        kind = "correct" if r["n_pos"] < r["n_neg"] else "wrong"
-        return f"insufficient evidence (only {few} {kind} texts)"
-    return fmt_ci(r["auroc"], r["ci_low"], r["ci_high"])
-
-
-def display(table: pd.DataFrame):
-    """The comparison for a page: one row per source, the probe and each judgment side by side,
-    and the probe's lead over the own Yes/No with its bootstrap interval."""
-    if table.empty:
-        from IPython.display import Markdown
-
-        return Markdown("No source could be fitted (the sentences around this one say why), so there "
-                        "is no comparison to show.")
-    out = []
-    for src, g in table.groupby("source", sort=False):
-        by = {r["score"]: r for r in g.to_dict("records")}
-        tp = by["text_probe"]
-        row = {"source": src, "models pooled": tp["models"], "texts": tp["texts"], "correct": tp["n_pos"],
-               "AUROC, text probe (95% CI)": _cell(tp)}
-        for c, label in JUDGMENTS.items():
-            if c in by:
-                row[f"AUROC, {label} (95% CI)"] = _cell(by[c])
-        if "confidence" in by:
-            r = by["confidence"]
-            row["probe minus own Yes/No (95% CI)"] = (
-                fmt_ci(r["diff"], r["diff_ci_low"], r["diff_ci_high"])
-                if min(r["n_pos"], r["n_neg"]) >= MIN_CLASS else "insufficient evidence")
-        out.append(row)
-    return pretty(pd.DataFrame(out))
-
-
 def probe_caveat(r: dict) -> str:
     """Why a probe's win over the own judgment cannot count, or '' when it can: the probe itself
     must beat chance (its AUROC interval wholly above 0.5)."""
@@ -261,7 +235,8 @@ def probe_caveat(r: dict) -> str:
 
 
 def verdicts(table: pd.DataFrame, skipped: dict | None = None) -> list[Verdict]:
-    """Per source: the text probe's AUROC exceeds the model's own Yes/No (difference > 0 on its
+    """Per source: the text probe's AUROC exceeds the model's own judgment (its Yes/No, or the
+    confidence it stated; difference > 0 on its
     bootstrap interval, at least :data:`MIN_CLASS` correct and wrong texts). "Supported" also
     needs the probe itself to beat chance (its DeLong interval above 0.5): a win over a
     judgment at or below chance by a probe at chance is "insufficient evidence", with that
@@ -273,13 +248,14 @@ def verdicts(table: pd.DataFrame, skipped: dict | None = None) -> list[Verdict]:
         if ref is None:
             continue
         x = r.loc[ref]
-        v = decide(f"{src}: the text probe beats the model's {JUDGMENTS[ref]}",
+        named = x["judgment"] if "judgment" in x and isinstance(x["judgment"], str) else JUDGMENTS[ref]
+        v = decide(f"{src}: the text probe beats the model's {named}",
                    "AUROC difference", x["diff"], x["diff_ci_low"], x["diff_ci_high"], line=0.0,
                    n={"correct texts": int(x["n_pos"]), "wrong texts": int(x["n_neg"])},
                    min_counts={"correct texts": MIN_CLASS, "wrong texts": MIN_CLASS}, digits=2)
         out.append(cap(v, [probe_caveat(r.loc["text_probe"].to_dict())], statuses=(SUPPORTED,)))
     for src, why in (skipped or {}).items():
-        out.append(Verdict(f"{src}: the text probe beats the model's own Yes/No", "AUROC difference",
+        out.append(Verdict(f"{src}: the text probe beats the model's own judgment", "AUROC difference",
                            np.nan, np.nan, np.nan, {}, INSUFFICIENT, why, 0.0, digits=2, basis="missing"))
     return out
 
@@ -304,7 +280,7 @@ def verdict_paragraph(vs: list[Verdict], table: pd.DataFrame | None = None) -> s
     held = [v for v in vs if v.basis == "caveat"]
     if held and table is not None and len(table):
         tp = table[table["score"] == "text_probe"].set_index("source")
-        parts = [f"{_source(v)}, where the probe leads the own Yes/No by {v.interval()} but is itself "
+        parts = [f"{_source(v)}, where the probe leads the model's own judgment by {v.interval()} but is itself "
                  f"{_cell(tp.loc[_source(v)].to_dict())}" for v in held if _source(v) in tp.index]
         if parts:
             s += (f" The lead does not count on {fmt_list(parts)}: a probe that is not shown to beat "

@@ -1,6 +1,6 @@
-"""What the reasoning-text page shows of who is pooled: the pooled models per source
-(:func:`pooled_table`) and the notice at the top of the page when no model passes the gate
-(:func:`no_model_notice`)."""
+"""What the reasoning-text page shows: the pooled models per source (:func:`pooled_table`), the
+notice at the top of the page when no model passes the gate (:func:`no_model_notice`), and the
+probe beside the model's own judgments (:func:`display`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ import pandas as pd
 from metacog.hypotheses.common import short_model
 from metacog.hypotheses.adequacy import failed_rules
 from metacog.tidy.phrasing import join
-from metacog.tidy.report import escape_text, warning
+from metacog.tidy.report import escape_text, fmt_ci, pretty, warning
+
+#: Fewer correct (or wrong) texts than this and no AUROC is printed (the chapter's MIN_CLASS).
+MIN_CLASS = 10
+#: The model's own scores, as the page names them.
+JUDGMENTS = {"confidence": "own Yes/No", "p_yes": "own first-token P(Yes)"}
 
 
 def pooled_table(result: TextProbeComparison):
@@ -52,3 +57,38 @@ def no_model_notice(result: dict) -> str:
     lines += [f"- {escape_text(s)}: {escape_text(why)}." for s, why in result["skipped"].items()
               if s not in result["models"]]
     return warning(head + ("\n\n" + "\n".join(lines) if lines else ""))
+
+
+def _cell(r: dict) -> str:
+    if r["n_pos"] < MIN_CLASS or r["n_neg"] < MIN_CLASS:
+        few = r["n_pos"] if r["n_pos"] < r["n_neg"] else r["n_neg"]
+        kind = "correct" if r["n_pos"] < r["n_neg"] else "wrong"
+        return f"insufficient evidence (only {few} {kind} texts)"
+    return fmt_ci(r["auroc"], r["ci_low"], r["ci_high"])
+
+
+def display(table: pd.DataFrame):
+    """The comparison for a page: one row per source, the probe and each judgment side by side,
+    and the probe's lead over the model's own judgment (its Yes/No, or the confidence it stated)
+    with its bootstrap interval."""
+    if table.empty:
+        from IPython.display import Markdown
+
+        return Markdown("No source could be fitted (the sentences around this one say why), so there "
+                        "is no comparison to show.")
+    out = []
+    for src, g in table.groupby("source", sort=False):
+        by = {r["score"]: r for r in g.to_dict("records")}
+        tp = by["text_probe"]
+        row = {"source": src, "models pooled": tp["models"], "texts": tp["texts"], "correct": tp["n_pos"],
+               "AUROC, text probe (95% CI)": _cell(tp)}
+        for c in JUDGMENTS:
+            if c in by:
+                row[f"AUROC, {by[c].get('judgment') or JUDGMENTS[c]} (95% CI)"] = _cell(by[c])
+        if "confidence" in by:
+            r = by["confidence"]
+            row[f"probe minus {r.get('judgment') or JUDGMENTS['confidence']} (95% CI)"] = (
+                fmt_ci(r["diff"], r["diff_ci_low"], r["diff_ci_high"])
+                if min(r["n_pos"], r["n_neg"]) >= MIN_CLASS else "insufficient evidence")
+        out.append(row)
+    return pretty(pd.DataFrame(out))
