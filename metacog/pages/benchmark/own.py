@@ -28,9 +28,9 @@ import pandas as pd
 
 from metacog.hypotheses.common import short_model
 from metacog.pages.benchmark.own_rates import (DESIGNS, OwnSection, apart, attempts, by_item, rate_row, rate_table,
-                                               rate_text)
+                                               rate_text, share_text)
 from metacog.tidy import phrasing
-from metacog.tidy.report import fmt_ci, fmt_num
+from metacog.tidy.report import fmt_num
 
 #: Omni-MATH difficulty bands (the rating runs from 1 to 10): below 4, 4 to 5 inclusive, above 5.
 BANDS = ("below 4", "4 to 5", "above 5")
@@ -125,7 +125,7 @@ def mmlu_pro(data: pd.DataFrame, items, page=None, min_conformance: float = 0.8)
         extra = int(ln["k"] - s["k"])
         lines.append(f"{m}: {rate_text(s)} under the strict grader, "
                      + (f"{phrasing.plural(extra, 'more reply', 'more replies')} under the lenient one "
-                        f"({fmt_ci(ln['rate'], ln['ci_low'], ln['ci_high'])})" if extra else "the same under the lenient one"))
+                        f"({share_text(ln)})" if extra else "the same under the lenient one"))
         if s["gain_verdict"] != ln["gain_verdict"]:
             changed.append(f"{m} (from {s['gain_verdict']} to {ln['gain_verdict']})")
     end = (f"Under the lenient grader the context gain's verdict changes for {phrasing.join(changed)}."

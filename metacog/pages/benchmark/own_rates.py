@@ -2,8 +2,8 @@
 
 - :class:`OwnSection` — what a section returns: a tidy table, a sentence, a question;
 - :func:`attempts` — the graded attempts of some probes, one per model x item x probe;
-- :func:`rate_row` / :func:`rate_text` — a count as a share with its Wilson 95% interval, and
-  in words ('4 of 37 (0.11, 95% CI 0.04 to 0.25)').
+- :func:`rate_row` / :func:`rate_text` / :func:`share_text` — a count as a share with its Wilson
+  95% interval, and in words ('4 of 37 (0.11, 95% CI 0.04 to 0.25)').
 """
 
 from __future__ import annotations
@@ -39,12 +39,16 @@ def rate_row(k, n) -> dict:
     return {"k": k, "n": n, "rate": k / n if n else np.nan, "ci_low": lo, "ci_high": hi}
 
 
+def share_text(r) -> str:
+    """'0.11, 95% CI 0.04 to 0.25' for a row with rate, ci_low, ci_high."""
+    return f"{fmt_num(r['rate'])}, 95% CI {fmt_range(r['ci_low'], r['ci_high'], sep=' to ')}"
+
+
 def rate_text(r, what: str = "", plural: str | None = None) -> str:
     """'4 of 37 (0.11, 95% CI 0.04 to 0.25)' for a row with k, n, rate, ci_low, ci_high (``what``
     names the counted things after the total: '4 of 37 items (...)')."""
     total = phrasing.plural(r["n"], what, plural) if what else phrasing.count(r["n"])
-    return (f"{phrasing.count(r['k'])} of {total} ({fmt_num(r['rate'])}, 95% CI "
-            f"{fmt_range(r['ci_low'], r['ci_high'], sep=' to ')})")
+    return f"{phrasing.count(r['k'])} of {total} ({share_text(r)})"
 
 
 def apart(a, b) -> int:
