@@ -237,8 +237,9 @@ def math(data: pd.DataFrame, items=None, max_tokens: int | None = None) -> OwnSe
     pooled = rate_row(cut["k"].sum(), cut["n"].sum())
     caps = phrasing.join(map(str, sorted(t["cap"].unique())), conj="or")
     return OwnSection(t, f"At a cap of {caps} tokens, " + "; ".join(lines) + ". Of all the cut replies, "
-                      f"{rate_text(pooled)} are right: a reply the cap stops counts as wrong whatever the model "
-                      "knew, so the cap bounds both accuracies, and the gain between them, that the page can measure.", q)
+                      f"{rate_text(pooled)} are right: the grader reads only what a cut reply wrote before the cap, so "
+                      "a model that would have reached the answer is graded wrong, and the cap bounds both accuracies, "
+                      "and the gain between them, that the page can measure.", q)
 
 
 # --------------------------------------------------------------------------- Omni-MATH
