@@ -266,20 +266,20 @@ def omni(data: pd.DataFrame, items) -> OwnSection:
     t = rate_table(d, ["model", "design", "band"])
     t = (t.assign(_o=t["band"].map(order.index)).sort_values(["model", "design", "_o"])
          .drop(columns="_o").reset_index(drop=True))
-    lines, differ = [], []
+    differ = []
     for (m, des), g in t.groupby(["model", "design"], sort=False):
         g = g.set_index("band")
         if len(g) > 1 and apart(g.iloc[0], g.iloc[-1]):
             differ.append(f"{m} {des} the solution ({'lower' if apart(g.iloc[0], g.iloc[-1]) > 0 else 'higher'} "
                          "in the hardest band)")
-        lines.append(f"{m} {des} the solution is right on "
-                     + phrasing.join(rate_text(r, f"item rated {b}", f"items rated {b}") for b, r in g.iterrows()))
     n = d.drop_duplicates("item_id")["band"].value_counts()
+    sizes = phrasing.join(f"{phrasing.plural(int(n[b]), 'item')} rated {b}" for b in order if b in n.index)
     end = (f"The easiest and hardest bands' intervals lie apart for {phrasing.join(differ)}." if differ else
            "For no model and design do the easiest and hardest bands' intervals lie apart: with "
            f"{phrasing.plural(int(n.min()), 'item')} in the smallest band, this run cannot tell whether accuracy "
            "falls as the rating rises.")
-    return OwnSection(t, "; ".join(lines) + ". " + end, q)
+    return OwnSection(t, f"The table gives each model's accuracy per band ({sizes}), with and without the "
+                         f"solution. " + end, q)
 
 
 # --------------------------------------------------------------------------- SciCode
@@ -322,12 +322,10 @@ def scicode(data: pd.DataFrame, items, max_tokens: int | None = None) -> OwnSect
              "cut_at_cap": int((g["cut"] & (g["outcome"] == o)).sum())}
             for (m, des), g in d.groupby(["model", "design"], sort=True) for o in OUTCOMES]
     t = pd.DataFrame(rows)
-    lines = []
-    for (m, des), g in t.groupby(["model", "design"], sort=False):
-        g = g.set_index("outcome")
-        lines.append(f"{m} {des} the background writes " + phrasing.join(
-            f"{WORDS[o]} in {rate_text(g.loc[o], 'attempt') if i == 0 else rate_text(g.loc[o])}"
-            for i, o in enumerate(OUTCOMES)))
+    pooled = {o: rate_row((d["outcome"] == o).sum(), len(d)) for o in OUTCOMES}
+    lines = ["Pooled over models and designs (the table gives each), the attempts write " + phrasing.join(
+        f"{WORDS[o]} in {rate_text(pooled[o], 'attempt') if i == 0 else rate_text(pooled[o])}"
+        for i, o in enumerate(OUTCOMES))]
     bad = d[d["outcome"] == OUTCOMES[0]]
     cut = rate_row(bad["cut"].sum(), len(bad))
     caps = phrasing.join(map(str, sorted(set(cap))), conj="or")
