@@ -62,6 +62,25 @@ def test_a_stated_confidence_is_named_as_such_and_its_text_probe_is_judged_again
     assert "own Yes/No" in yes_no.claim
 
 
+def test_a_loss_by_a_probe_below_chance_is_not_a_verdict_against_the_text():
+    from metacog.hypotheses.verdict import NOT_SUPPORTED
+
+    def table(probe_ci, diff_ci):
+        return pd.DataFrame([
+            {"score": "text_probe", "judgment": "text probe", "texts": 160, "n_pos": 32, "n_neg": 128,
+             "auroc": sum(probe_ci) / 2, "ci_low": probe_ci[0], "ci_high": probe_ci[1], "diff": np.nan,
+             "diff_ci_low": np.nan, "diff_ci_high": np.nan},
+            {"score": "confidence", "judgment": "own stated confidence", "texts": 160, "n_pos": 32, "n_neg": 128,
+             "auroc": 0.6, "ci_low": 0.5, "ci_high": 0.7, "diff": sum(diff_ci) / 2, "diff_ci_low": diff_ci[0],
+             "diff_ci_high": diff_ci[1]}]).assign(source="s", models="m")
+
+    below = hrt.verdicts(table((0.23, 0.44), (-0.31, -0.03)))[0]
+    assert below.status == INSUFFICIENT and "lies below chance" in below.reason
+    assert "fitted noise" in hrt.verdict_paragraph([below], table((0.23, 0.44), (-0.31, -0.03)))
+    at_chance = hrt.verdicts(table((0.45, 0.58), (-0.31, -0.03)))[0]  # a probe at chance that loses: decided
+    assert at_chance.status == NOT_SUPPORTED
+
+
 def test_split_source_and_skipped_sources():
     assert hrt.split_source("squad:prospective") == ("squad", "prospective")
     assert hrt.split_source("squad") == ("squad", None)

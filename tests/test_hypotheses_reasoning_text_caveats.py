@@ -35,7 +35,7 @@ def test_a_lead_by_a_probe_at_chance_is_insufficient_evidence():
     assert own["diff_ci_low"] > 0  # yet it leads the (below-chance) own judgment
     assert v.status == INSUFFICIENT
     assert "not shown to beat chance" in v.reason
-    assert "lead does not count on planted" in hrt.verdict_paragraph([v], t)
+    assert "difference does not count on planted" in hrt.verdict_paragraph([v], t)
 
 
 def test_supported_only_when_the_probe_beats_chance_and_leads():

@@ -234,13 +234,25 @@ def probe_caveat(r: dict) -> str:
     return f"the probe itself is not shown to beat chance (its AUROC {_cell(r)} reaches down to 0.5)"
 
 
+def below_chance_caveat(r: dict) -> str:
+    """Why a probe's loss to the own judgment cannot count, or '' when it can: a cross-validated
+    probe whose AUROC interval lies wholly below 0.5 has fitted noise (fitted to labels it cannot
+    read, a probe scored out of fold ranks below chance, since each fold's fit leans against the
+    held-out texts), so the sign of its difference from the judgment says nothing about the text."""
+    if not r["ci_high"] < 0.5:
+        return ""
+    return (f"the probe's own AUROC, {_cell(r)}, lies below chance: a probe scored out of fold falls below "
+            f"0.5 when it fits noise, so its loss says nothing about what the text carries")
+
+
 def verdicts(table: pd.DataFrame, skipped: dict | None = None) -> list[Verdict]:
     """Per source: the text probe's AUROC exceeds the model's own judgment (its Yes/No, or the
     confidence it stated; difference > 0 on its
     bootstrap interval, at least :data:`MIN_CLASS` correct and wrong texts). "Supported" also
     needs the probe itself to beat chance (its DeLong interval above 0.5): a win over a
     judgment at or below chance by a probe at chance is "insufficient evidence", with that
-    reason. A skipped source gets "insufficient evidence" with its reason."""
+    reason; so is a loss by a probe whose own AUROC lies below chance (:func:`below_chance_caveat`).
+    A skipped source gets "insufficient evidence" with its reason."""
     out = []
     for src, g in (table.groupby("source", sort=False) if len(table) else []):
         r = g.set_index("score")
@@ -253,7 +265,9 @@ def verdicts(table: pd.DataFrame, skipped: dict | None = None) -> list[Verdict]:
                    "AUROC difference", x["diff"], x["diff_ci_low"], x["diff_ci_high"], line=0.0,
                    n={"correct texts": int(x["n_pos"]), "wrong texts": int(x["n_neg"])},
                    min_counts={"correct texts": MIN_CLASS, "wrong texts": MIN_CLASS}, digits=2)
-        out.append(cap(v, [probe_caveat(r.loc["text_probe"].to_dict())], statuses=(SUPPORTED,)))
+        tp = r.loc["text_probe"].to_dict()
+        v = cap(v, [probe_caveat(tp)], statuses=(SUPPORTED,))
+        out.append(cap(v, [below_chance_caveat(tp)], statuses=(NOT_SUPPORTED,)))
     for src, why in (skipped or {}).items():
         out.append(Verdict(f"{src}: the text probe beats the model's own judgment", "AUROC difference",
                            np.nan, np.nan, np.nan, {}, INSUFFICIENT, why, 0.0, digits=2, basis="missing"))
@@ -280,11 +294,13 @@ def verdict_paragraph(vs: list[Verdict], table: pd.DataFrame | None = None) -> s
     held = [v for v in vs if v.basis == "caveat"]
     if held and table is not None and len(table):
         tp = table[table["score"] == "text_probe"].set_index("source")
-        parts = [f"{_source(v)}, where the probe leads the model's own judgment by {v.interval()} but is itself "
-                 f"{_cell(tp.loc[_source(v)].to_dict())}" for v in held if _source(v) in tp.index]
+        parts = [f"{_source(v)}, where the probe's difference from the model's own judgment is {v.interval()} "
+                 f"and the probe itself reads {_cell(tp.loc[_source(v)].to_dict())}" for v in held
+                 if _source(v) in tp.index]
         if parts:
-            s += (f" The lead does not count on {fmt_list(parts)}: a probe that is not shown to beat "
-                  f"chance can only lead a judgment that ranks no better, or worse, than a coin.")
+            s += (f" The difference does not count on {fmt_list(parts)}: a probe that is not shown to beat "
+                  f"chance can only lead a judgment that ranks no better, or worse, than a coin, and one that "
+                  f"ranks below chance has fitted noise, so its loss says nothing about the text.")
     return s
 
 
