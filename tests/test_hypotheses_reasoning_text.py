@@ -76,7 +76,7 @@ def test_a_loss_by_a_probe_below_chance_is_not_a_verdict_against_the_text():
 
     below = hrt.verdicts(table((0.23, 0.44), (-0.31, -0.03)))[0]
     assert below.status == INSUFFICIENT and "lies below chance" in below.reason
-    assert "fitted noise" in hrt.verdict_paragraph([below], table((0.23, 0.44), (-0.31, -0.03)))
+    assert "noise of its own fit" in hrt.verdict_paragraph([below], table((0.23, 0.44), (-0.31, -0.03)))
     at_chance = hrt.verdicts(table((0.45, 0.58), (-0.31, -0.03)))[0]  # a probe at chance that loses: decided
     assert at_chance.status == NOT_SUPPORTED
 

@@ -235,14 +235,17 @@ def probe_caveat(r: dict) -> str:
 
 
 def below_chance_caveat(r: dict) -> str:
-    """Why a probe's loss to the own judgment cannot count, or '' when it can: a cross-validated
-    probe whose AUROC interval lies wholly below 0.5 has fitted noise (fitted to labels it cannot
-    read, a probe scored out of fold ranks below chance, since each fold's fit leans against the
-    held-out texts), so the sign of its difference from the judgment says nothing about the text."""
+    """Why a probe's loss to the own judgment cannot count, or '' when it can: a fitted probe
+    cannot truly rank worse than a coin (it would learn the opposite sign), so an out-of-fold
+    AUROC interval wholly below 0.5 shows the noise of fitting on few texts and of the fold split,
+    which DeLong's interval (it holds the scores fixed) leaves out; the sign of the probe's
+    difference from the judgment then says nothing about the text."""
     if not r["ci_high"] < 0.5:
         return ""
-    return (f"the probe's own AUROC, {_cell(r)}, lies below chance: a probe scored out of fold falls below "
-            f"0.5 when it fits noise, so its loss says nothing about what the text carries")
+    return (f"the probe's own AUROC, {_cell(r)}, lies below chance, which a fitted probe cannot truly do (it "
+            f"would learn the opposite sign): out of fold it shows the noise of fitting few texts and of the "
+            f"fold split, which DeLong's interval leaves out, so its loss says nothing about what the text "
+            f"carries")
 
 
 def verdicts(table: pd.DataFrame, skipped: dict | None = None) -> list[Verdict]:
@@ -300,7 +303,7 @@ def verdict_paragraph(vs: list[Verdict], table: pd.DataFrame | None = None) -> s
         if parts:
             s += (f" The difference does not count on {fmt_list(parts)}: a probe that is not shown to beat "
                   f"chance can only lead a judgment that ranks no better, or worse, than a coin, and one that "
-                  f"ranks below chance has fitted noise, so its loss says nothing about the text.")
+                  f"ranks below chance shows only the noise of its own fit, so its loss says nothing about the text.")
     return s
 
 
