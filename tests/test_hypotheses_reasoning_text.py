@@ -181,3 +181,13 @@ def test_a_file_that_records_no_parse_status_is_not_called_off_format():
     assert gate["conforms"].all() and kept == ["m/knower"]
     rows.loc[rows["model"] == "m/knower", "parse_status"] = "unparsed"
     assert hrt.gate_models(rows, "c2")[0] == []  # a recorded failure to parse still counts
+
+
+def test_the_pooled_rows_are_the_texts_the_probe_was_fitted_on():
+    # the place replies: 39 of 200 were cut before a confidence, so they are not compared
+    src = "place_qwen15:verbal_confidence"
+    r = hrt.analyse([src], n_boot=200)
+    rows, t = r.rows[src], r.table.set_index("score")
+    assert len(rows) == t.at["text_probe", "texts"] == t.at["confidence", "texts"] < 200
+    assert rows["confidence"].notna().all() and t.at["confidence", "judgment"] == "own stated confidence"
+    assert not rows["reasoning_text"].str.contains("Confidence").any()  # the stated number is not read

@@ -198,6 +198,7 @@ def extract_verbal_confidence(text: str | None) -> float | None:
 
 #: A line that states the answer or the confidence (what the reasoning part leaves out).
 _STATED = re.compile(r"(?i)^\W*(answer\b|confidence\b|the answer is\b)")
+_INLINE = re.compile(r"(?i)\**\banswer\s*:|\bconfidence\s*[(:]")
 
 
 def reasoning_part(text: str | None) -> str | None:
@@ -207,6 +208,8 @@ def reasoning_part(text: str | None) -> str | None:
     if text is None:
         return None
     kept = [ln for ln in str(text).splitlines() if not _STATED.match(ln)]
+    if kept:  # an answer and a confidence written at the end of the last line of reasoning
+        kept[-1] = _INLINE.split(kept[-1], maxsplit=1)[0]
     out = "\n".join(kept).strip()
     return re.sub(r"(?i)^explanation\s*:\s*", "", out)
 

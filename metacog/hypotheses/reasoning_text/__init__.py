@@ -220,7 +220,9 @@ def analyse(sources, *, answer: bool = False, min_conformance: float = 0.8, cv: 
             res["skipped"][src] = f"too few correct or wrong texts to cross-validate ({err})"
             continue
         res["coef"][src] = coef
-        res["rows"][src] = use
+        # the rows the probe was fitted on: those with a text, a grade and every judgment compared
+        judged = [c for c in JUDGMENTS if c in use and use[c].notna().any()]
+        res["rows"][src] = use.dropna(subset=["raw_text" if answer else "reasoning_text", "correct", *judged])
         res["table"].append(t.assign(source=src, models=", ".join(short_model(m) for m in kept)))
     res["table"] = pd.concat(res["table"], ignore_index=True) if res["table"] else pd.DataFrame()
     return TextProbeComparison(**res)
@@ -243,9 +245,8 @@ def below_chance_caveat(r: dict) -> str:
     if not r["ci_high"] < 0.5:
         return ""
     return (f"the probe's own AUROC, {_cell(r)}, lies below chance, which a fitted probe cannot truly do (it "
-            f"would learn the opposite sign): out of fold it shows the noise of fitting few texts and of the "
-            f"fold split, which DeLong's interval leaves out, so its loss says nothing about what the text "
-            f"carries")
+            f"would learn the opposite sign): it shows the noise of fitting few texts and of the fold split, "
+            f"which DeLong's interval leaves out")
 
 
 def verdicts(table: pd.DataFrame, skipped: dict | None = None) -> list[Verdict]:
