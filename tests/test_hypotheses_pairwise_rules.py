@@ -242,3 +242,5 @@ def test_paper_1s_own_statistic_is_the_mean_tau_less_its_null_read_against_the_l
     assert within.status == NEGLIGIBLE and "too small to matter" in within.reason  # real, inside the line
     assert unsure.status == INSUFFICIENT
     assert after.claim.startswith("P, all items: after answering") and "not paper 1's measurement" in after.claim
+    # the line's reason speaks of this statistic, not of an individual self-advantage
+    assert "base-rate-matched null" in above.line_why and "self-advantage" not in above.line_why

@@ -44,13 +44,14 @@ COUNTERFACTUAL_CAVEAT = ("a counterfactual judgment is asked only after the mode
                          "+0.03 τ-b), so this design cannot tell")
 
 
-def _margin(margin: float | None) -> tuple[float, str]:
+def _margin(margin: float | None, *, excess: bool = False) -> tuple[float, str]:
     """The τ-b margin a pairwise verdict is read against (default the book's
-    :data:`metacog.hypotheses.verdict.SELF_OTHER_MARGIN`) and why it is there."""
-    from metacog.hypotheses.verdict import SELF_OTHER_MARGIN, SELF_OTHER_MARGIN_WHY
+    :data:`metacog.hypotheses.verdict.SELF_OTHER_MARGIN`) and why it is there: for a
+    self-advantage, or with ``excess`` for the mean τ-b's excess over the base-rate null."""
+    from metacog.hypotheses.verdict import PAIRWISE_EXCESS_WHY, SELF_OTHER_MARGIN, SELF_OTHER_MARGIN_WHY
 
     if margin is None or margin == SELF_OTHER_MARGIN:
-        return SELF_OTHER_MARGIN, SELF_OTHER_MARGIN_WHY
+        return SELF_OTHER_MARGIN, PAIRWISE_EXCESS_WHY if excess else SELF_OTHER_MARGIN_WHY
     return margin, "the margin given here"
 
 
@@ -131,7 +132,7 @@ def excess_verdicts(pairwise_table: pd.DataFrame, *, margin: float | None = None
     from metacog.hypotheses.pairwise.population import is_third_person
     from metacog.hypotheses.verdict import decide_meaningful
 
-    margin, why = _margin(margin)
+    margin, why = _margin(margin, excess=True)
     out = []
     for r in pairwise_table.to_dict("records"):
         if r.get("subset") != "all items" or is_third_person(str(r.get("timing"))):
