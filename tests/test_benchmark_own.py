@@ -168,3 +168,15 @@ def test_the_template_calls_it_right_after_what_the_probes_hide_and_every_page_h
     for run in ("squad", "mmlu_pro", "legalbench", "math", "omni", "scicode"):
         name = own.ALIASES.get(runs[run].benchmark, runs[run].benchmark)
         assert name in own.ANALYSES, run
+
+
+def test_a_section_table_prints_each_count_and_share_with_its_interval_in_one_cell():
+    from metacog.pages.benchmark import own_rates
+
+    t = own_rates.rate_table(pd.DataFrame({"model": ["a"] * 4 + ["b"] * 2, "correct": [1, 0, 0, 0, 1, 1]}), ["model"])
+    shown = own_rates.display(t)
+    shown = getattr(shown, "data", shown)
+    assert list(shown["count"]) == ["1 of 4", "2 of 2"]
+    lo, hi = own_rates.proportion_ci(1, 4)
+    assert shown["share (95% CI)"].iloc[0] == f"0.25 (95% CI {lo:.2f} to {hi:.2f})"
+    assert not {"k", "n", "rate", "ci_low", "ci_high"} & set(shown.columns)

@@ -16,7 +16,7 @@ import pandas as pd
 from metacog.hypotheses.common import short_model
 from metacog.stats.intervals import proportion_ci
 from metacog.tidy import phrasing
-from metacog.tidy.report import fmt_num, fmt_range
+from metacog.tidy.report import fmt_ci, fmt_num, fmt_range, pretty
 
 #: The two designs of an attempt at the item, and how a page names them.
 DESIGNS = {"answer": "with", "answer_no_context": "without"}
@@ -75,3 +75,19 @@ def rate_table(d: pd.DataFrame, by: list[str], hit: str = "correct") -> pd.DataF
     if "model" in out:
         out["model"] = out["model"].map(short_model)
     return out
+
+
+def display(table: pd.DataFrame | None):
+    """A section's table for a page: each count as 'k of n' and its share with the interval in one
+    cell, as the page's other tables print a rate; None shows a line saying there is no table."""
+    if table is None:
+        from IPython.display import Markdown
+
+        return Markdown("No table for this benchmark.")
+    rest = [c for c in table.columns if c not in ("k", "n", "rate", "ci_low", "ci_high")]
+    shown = table[rest].copy()
+    at = rest.index("cut_at_cap") if "cut_at_cap" in rest else len(rest)
+    shown.insert(at, "count", [f"{int(k)} of {int(n)}" for k, n in zip(table["k"], table["n"])])
+    shown.insert(at + 1, "share (95% CI)", [fmt_ci(r, lo, hi) if n else "–" for r, lo, hi, n in
+                                           zip(table["rate"], table["ci_low"], table["ci_high"], table["n"])])
+    return pretty(shown.rename(columns=lambda c: c.replace("_", " ")))
