@@ -81,3 +81,19 @@ def test_sessions_are_numbered_with_time_exercises_and_rubric():
         numbers = re.findall(rf"^{i}\.(\d+) ", s, re.M)
         assert numbers and [int(n) for n in numbers] == list(range(1, len(numbers) + 1)), f"session {i}"
     assert "notebooks/measures" in sessions[0].split("\n", 1)[0] + sessions[0]
+
+
+def test_the_class_file_too_small_to_compare_stops_with_the_line_the_page_quotes(tmp_path):
+    """Session 5 says a class file with 10 items per subject stops the pairwise chapter before
+    anything runs, saying at most 10 items are shared and that it needs at least 20."""
+    env = {**os.environ, "METACOG_PROJECT_ROOT": str(ROOT), "METACOG_CACHE_DIR": str(tmp_path / "cache")}
+    run = [sys.executable, "-m", "metacog.cli"]
+    made = subprocess.run([*run, "example-data", "--models", "12", "--items", "10", "--out", "class.csv"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr
+    out = subprocess.run([*run, "chapter", "pairwise", "--source", "class.csv", "--out", "pairwise_class"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "at most 10 items are answered by two or more models" in out.stderr and "at least 20" in out.stderr
+    assert "at most 10 items are answered by two or more models (here, students)" in " ".join(PAGE.split())
+    assert not (tmp_path / "pairwise_class" / "html").exists()
