@@ -46,7 +46,8 @@ def test_parsers(reply, letter, conf):
 
 @pytest.mark.parametrize("reply, reasoning", [
     ("Explanation: because of X.\n\nAnswer: C\n\nConfidence (0-100): 85%", "because of X."),
-    ("Step one.\nStep two: answer is near 4.\n**Answer:** B\nconfidence: 40", "Step one.\nStep two: answer is near 4."),
+    ("Step one.\nStep two: answer is near 4.\n**Answer:** B\nconfidence: 40",
+     "Step one.\nStep two: answer is near 4."),
     ("Explanation: cut before it answered", "cut before it answered"),
     ("Explanation: it is the cortex. Answer: E Confidence (0-100): 80%", "it is the cortex."),
     ("Explanation: the answer: maybe C.\nMore reasoning.\nAnswer: C\nConfidence: 70", "the answer: maybe C.\nMore reasoning."),

@@ -114,9 +114,9 @@ def compare(rows: pd.DataFrame, *, text: str = "reasoning_text", cv: int = 5, C:
     """The text probe against the model's own judgments on the same rows (pooled over models).
 
     One row per score ('text_probe', then 'confidence' and 'p_yes' where present), named in
-    ``judgment`` (:func:`judgment_name`): auroc with DeLong's ci_low/ci_high, n_pos, n_neg, and diff (text probe minus this score) with its
-    paired-bootstrap diff_ci_low/diff_ci_high; and the probe's coefficients (a Series), as a
-    pair. Raises ValueError when a class is too small to cross-validate."""
+    ``judgment`` (:func:`judgment_name`): auroc with DeLong's ci_low/ci_high, n_pos, n_neg, and
+    diff (text probe minus this score) with its paired-bootstrap diff_ci_low/diff_ci_high; and
+    the probe's coefficients (a Series), as a pair. Raises ValueError when a class is too small to cross-validate."""
     cols = [c for c in JUDGMENTS if c in rows and rows[c].notna().any()]
     rows = rows.dropna(subset=[text, "correct", *cols])
     probe = text_probe.ReasoningTextProbe(C=C, cv=cv, seed=seed).fit(rows[text].astype(str).tolist(),

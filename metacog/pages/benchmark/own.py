@@ -69,8 +69,9 @@ def squad(data: pd.DataFrame, items) -> OwnSection:
             if s:
                 differ.append(f"{m} ({rows.index[0 if s > 0 else 1]} answers more often)")
     n_models = t["model"].nunique()
+    some = differ and len(differ) < n_models
     end = (f"The two intervals lie apart for {phrasing.join(differ)}; for "
-           f"{phrasing.which([], n_models - len(differ), 'other model')} they overlap." if differ and len(differ) < n_models
+           f"{phrasing.which([], n_models - len(differ), 'other model')} they overlap." if some
            else f"The two intervals lie apart for {phrasing.join(differ)}." if differ else
            f"The two intervals overlap for {phrasing.which(t['model'].unique(), n_models, 'model')}: this run "
            "cannot tell whether the kind of gold answer changes how often an answer without the passage is right.")
