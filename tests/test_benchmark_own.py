@@ -47,7 +47,11 @@ def test_squad_accuracy_without_the_passage_by_kind_of_answer():
     assert (n["k"], n["n"], o["k"], o["n"]) == (6, 10, 2, 20)
     assert (n["ci_low"], n["ci_high"]) == pytest.approx(proportion_ci(6, 10))
     assert "6 of 10 number or date answers (0.60, 95% CI" in sec.sentence
-    assert "lie apart for a (number or date answers more often)" in sec.sentence  # 0.31-0.83 vs 0.03-0.30
+    assert "lie apart for a (right more often on number or date answers)." in sec.sentence  # 0.31-0.83 vs 0.03-0.30
+    two = pd.DataFrame(rows("local/a", "answer_no_context", right) + rows("local/b", "answer_no_context",
+                                                                          {k: int(k.endswith("0")) for k in right}))
+    assert ("lie apart for a (right more often on number or date answers); for the other model they overlap."
+            in own.own_section(two, items, "squad").sentence)
     assert own.answer_kind(["October the third"]) == "number or date" and own.answer_kind("Brazil") == "other text"
     even = {k: int(k.endswith("0")) for k in right}  # 1 of 10 and 2 of 20: the intervals overlap
     sec = own.own_section(pd.DataFrame(rows("local/a", "answer_no_context", even)), items, "squad")

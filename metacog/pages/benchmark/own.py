@@ -67,11 +67,11 @@ def squad(data: pd.DataFrame, items) -> OwnSection:
         if len(rows) == 2:
             s = apart(rows.iloc[0], rows.iloc[1])
             if s:
-                differ.append(f"{m} ({rows.index[0 if s > 0 else 1]} answers more often)")
+                differ.append(f"{m} (right more often on {rows.index[0 if s > 0 else 1]} answers)")
     n_models = t["model"].nunique()
-    some = differ and len(differ) < n_models
-    end = (f"The two intervals lie apart for {phrasing.join(differ)}; for "
-           f"{phrasing.which([], n_models - len(differ), 'other model')} they overlap." if some
+    rest = n_models - len(differ)
+    others = "the other model" if rest == 1 else f"the other {rest} models"
+    end = (f"The two intervals lie apart for {phrasing.join(differ)}; for {others} they overlap." if differ and rest
            else f"The two intervals lie apart for {phrasing.join(differ)}." if differ else
            f"The two intervals overlap for {phrasing.which(t['model'].unique(), n_models, 'model')}: this run "
            "cannot tell whether the kind of gold answer changes how often an answer without the passage is right.")
