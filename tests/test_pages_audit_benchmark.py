@@ -193,7 +193,8 @@ def test_the_format_rule_is_monotone_in_its_rate():
     assert bp.format_scope_sentence(models, models, 0.8) == ("Every model follows the format at 0.8, so every "
                                                              "model's verdicts are decided.")
     s = bp.stricter_format_sentence(models, models, [], 0.8, 0.95)
-    assert s == "At 0.8 the verdicts are decided for a and b; at 0.95 no model follows the format, so no verdict is decided."
+    assert s == ("At 0.8 a and b follow the format, so their verdicts are not withheld for it; at 0.95 no model "
+                 "follows the format, so every verdict is withheld.")
     df = _bench(n=40)
     df.loc[(df["model"] == "p/B") & (df["probe"] == "prospective") & (df["item_id"] < "i010"), "parse_status"] = "unparseable"
     rates = {}

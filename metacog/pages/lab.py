@@ -197,7 +197,7 @@ def display_compare(table: pd.DataFrame):
     conf = table[table["task"] == "confidence"]
     for (run, model), g in conf.groupby(["run", "model"], sort=False):
         first = g.iloc[0]
-        row = {"run": run, "model": short_model(model) + ("" if first["carries_signal"] else " (at chance)"),
+        row = {"run": run, "model": short_model(model) + ("" if first["carries_signal"] else " (answers at chance)"),
                "items": int(first["items"]),
                "accuracy (95% CI)": fmt_ci(first["accuracy"], first["acc_ci_low"], first["acc_ci_high"],
                                            digits=2)}

@@ -290,7 +290,7 @@ def display_summary(summary: pd.DataFrame) -> pd.DataFrame:
     from metacog.hypotheses.common import with_ci
 
     t = summary
-    out = pd.DataFrame({"model": t["model"].map(short) + np.where(t["at_chance"] == True, " (at chance)", ""),  # noqa: E712
+    out = pd.DataFrame({"model": t["model"].map(short) + np.where(t["at_chance"] == True, " (answers at chance)", ""),  # noqa: E712
                         "policy": t["policy"].map(POLICY_NAMES), "items": t["items"]})
     out = out.assign(**with_ci(t, "loss", "loss (95% CI)", digits=3))
     out = out.assign(**with_ci(t, "abstain_rate", "abstained (exact 95% CI)", digits=1, pct=True))
@@ -304,7 +304,7 @@ def display_gains(gains: pd.DataFrame) -> pd.DataFrame:
     from metacog.hypotheses.common import with_ci
 
     t = gains
-    name = [m if m == "models above chance" else short(m) + (" (at chance)" if c is True else "")
+    name = [m if m == "models above chance" else short(m) + (" (answers at chance)" if c is True else "")
             for m, c in zip(t["model"], t["at_chance"])]
     out = pd.DataFrame({"model": name, "policy": t["policy"].str.upper(), "models": t["models"],
                         "items": t["items"]})
@@ -349,7 +349,7 @@ def display_ranks(ranks: pd.DataFrame) -> pd.DataFrame:
 
     t = ranks.rename(columns={"spearman": "rho", "ci_low": "rho_ci_low", "ci_high": "rho_ci_high"})
     out = pd.DataFrame({"model": t["model"].map(short) + np.where(t.get("at_chance", False) == True,  # noqa: E712
-                                                                  " (at chance)", ""),
+                                                                  " (answers at chance)", ""),
                         "predictor": t["predictor"].map(PREDICTOR_NAMES), "domains": t["domains"]})
     return out.assign(**with_ci(t, "rho", "Spearman ρ with the C2 gain (95% CI)", digits=2))
 

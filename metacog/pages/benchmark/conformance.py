@@ -36,7 +36,7 @@ def format_scope_sentence(models, kept, rate: float | None = None) -> str:
     dropped = [short_model(m) for m in models if m not in kept]
     at = f" at {rate:g}" if rate is not None else ""
     if not dropped:
-        return f"Every model follows the format{at}, so every model's verdicts are decided."
+        return f"Every model follows the format{at}, so no verdict is withheld for it."
     if not kept:
         return (f"No model follows the format{at}: the tables below describe every model's replies, "
                 "marked in the 'conforms' column, and every verdict reads insufficient evidence.")
@@ -51,8 +51,10 @@ def stricter_format_sentence(models, kept, strict, rate: float, strict_rate: flo
 
     def scope(chosen, r):
         if not chosen:
-            return f"at {r:g} no model follows the format, so no verdict is decided"
-        return f"at {r:g} the verdicts are decided for {phrasing.join([short_model(m) for m in chosen])}"
+            return f"at {r:g} no model follows the format, so every verdict is withheld"
+        names = phrasing.join([short_model(m) for m in chosen])
+        return (f"at {r:g} {names} {'follows' if len(chosen) == 1 else 'follow'} the format, so "
+                f"{'its verdicts are' if len(chosen) == 1 else 'their verdicts are'} not withheld for it")
 
     s = scope(kept, rate) + "; " + scope(strict, strict_rate)
     return s[0].upper() + s[1:] + "."
