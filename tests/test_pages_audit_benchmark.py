@@ -190,8 +190,8 @@ def test_the_format_rule_is_monotone_in_its_rate():
     models = ["org/a", "org/b"]
     assert bp.format_scope_sentence(models, [], 0.8).startswith("No model follows the format at 0.8:")
     assert bp.format_scope_sentence(models, ["org/a"], 0.8).startswith("Not following the format at 0.8: b.")
-    assert bp.format_scope_sentence(models, models, 0.8) == ("Every model follows the format at 0.8, so every "
-                                                             "model's verdicts are decided.")
+    assert bp.format_scope_sentence(models, models, 0.8) == ("Every model follows the format at 0.8, so no "
+                                                             "verdict is withheld for it.")
     s = bp.stricter_format_sentence(models, models, [], 0.8, 0.95)
     assert s == ("At 0.8 a and b follow the format, so their verdicts are not withheld for it; at 0.95 no model "
                  "follows the format, so every verdict is withheld.")
