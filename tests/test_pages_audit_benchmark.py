@@ -267,6 +267,10 @@ def test_a_stated_confidence_withheld_at_the_gate_names_what_the_gate_tested():
     assert "worded answers are at chance" in hidden.reason
     assert "although its first-token P(Yes) tells true from false items (AUROC 0." in hidden.reason
     assert "no knowledge" not in hidden.reason
+    # a lower end just above 0.5 is printed with the digits that keep it apart from 0.5, and a
+    # discrimination below 0.6 is called weak
+    weak = ap._gate_reason({"auroc": 0.553, "ci_low": 0.5049, "ci_high": 0.601})
+    assert "P(Yes) weakly tells true from false items (AUROC 0.55, 0.505 to 0.60)" in weak
     flat = v["N under C0: its stated confidence tells right from wrong answers"]
     assert "does not tell true from false items either" in flat.reason
 

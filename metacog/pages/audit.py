@@ -95,9 +95,13 @@ def _gate_reason(knowledge: dict | None) -> str:
             "gives and there is nothing for its stated confidence to track")
     if knowledge is None or not np.isfinite(knowledge.get("auroc", np.nan)):
         return head
-    span = f"AUROC {knowledge['auroc']:.2f}, {knowledge['ci_low']:.2f} to {knowledge['ci_high']:.2f}"
+    from metacog.hypotheses.verdict import separating_digits
+
+    d = separating_digits(knowledge["ci_low"], knowledge["ci_high"], [0.5], 2)
+    span = f"AUROC {knowledge['auroc']:.2f}, {knowledge['ci_low']:.{d}f} to {knowledge['ci_high']:.2f}"
     if knowledge["ci_low"] > 0.5:
-        return (f"{head}, although its first-token P(Yes) tells true from false items ({span}): the "
+        weak = " weakly" if knowledge["auroc"] < 0.6 else ""  # below 0.6: a weak discrimination
+        return (f"{head}, although its first-token P(Yes){weak} tells true from false items ({span}): the "
                 "knowledge is in its log probabilities, not in the answers its confidence is about")
     return f"{head}, and its first-token P(Yes) does not tell true from false items either ({span})"
 
