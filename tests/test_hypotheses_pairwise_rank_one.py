@@ -337,3 +337,33 @@ def test_one_varying_model_is_counted_in_the_singular_and_on_judged_items():
     a = hr.alignment(C, Y)
     assert a["note"].iloc[0].startswith("1 model varies in both confidence and correctness")
     assert list(a["items"]) == [4, 4]
+
+
+def test_a_planted_vendor_family_signal_is_found_with_a_model_resampled_interval():
+    """Three vendors of three models: each vendor's models share a latent item ease, so a model's
+    confidence tracks its own vendor's correctness and not the others'. Same minus different
+    vendor τ-b must come out above 0 with its interval; with no family signal it straddles 0."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(4)
+    n = 400
+
+    def panel(family: bool):
+        shared = rng.normal(size=n)
+        C, Y = {}, {}
+        for v in ("va", "vb", "vc"):
+            ease = rng.normal(size=n) if family else shared
+            for i in range(3):
+                name = f"{v}/m{i}"
+                C[name] = ease + rng.normal(scale=1.0, size=n)
+                Y[name] = (ease + rng.normal(scale=1.0, size=n) > 0).astype(float)
+        C, Y = pd.DataFrame(C), pd.DataFrame(Y)
+        return [SimpleNamespace(confidence=C, correct=Y, name="p", models=list(C.columns))]
+
+    d = hp.vendor_difference(panel(True), n_boot=300, seed=0)
+    assert d["models"] == 9 and d["ci_low"] > 0 and d["ci_low"] <= d["estimate"] <= d["ci_high"]
+    blocks = hp.vendor_blocks(panel(True)).set_index("same vendor")
+    assert blocks.loc[True, "mean τ-b"] > blocks.loc[False, "mean τ-b"]
+    flat = hp.vendor_difference(panel(False), n_boot=300, seed=0)
+    assert flat["ci_low"] < 0 < flat["ci_high"]
+    assert hp.vendor_difference([]) is None

@@ -358,6 +358,40 @@ def vendor_blocks(panels: list) -> pd.DataFrame:
     return out.rename(columns={"mean": "mean τ-b", "count": "pairs"})
 
 
+def vendor_difference(panels: list, *, n_boot: int = 1000, seed: int = 0) -> dict | None:
+    """Mean cross-calibration tau of same-vendor pairs minus different-vendor pairs in the first
+    of ``panels`` (the pairs of :func:`vendor_blocks`), with a percentile interval from resampling
+    *models* (pairs that share a model are not independent, so models are the unit): each
+    resample draws the panel's models with replacement and averages over the pairs of two
+    different draws. Returns estimate, ci_low, ci_high, models, n_boot; None when the panel does
+    not hold both kinds of pair."""
+    if not panels:
+        return None
+    taus = tau_frame(panels[0].confidence, panels[0].correct)
+    vendor = model_vendors(taus.index)
+    keep = [m for m in taus.index if pd.notna(vendor.get(m))]
+    T = taus.loc[keep, keep].to_numpy(dtype=float)
+    v = vendor[keep].to_numpy()
+    same = v[:, None] == v[None, :]
+
+    def diff(idx):
+        pick = np.asarray(idx)
+        t, s = T[np.ix_(pick, pick)], same[np.ix_(pick, pick)]
+        off = (pick[:, None] != pick[None, :]) & np.isfinite(t)
+        a, b = t[off & s], t[off & ~s]
+        return a.mean() - b.mean() if len(a) and len(b) else np.nan
+
+    est = diff(np.arange(len(keep)))
+    if not np.isfinite(est):
+        return None
+    rng = np.random.default_rng(seed)
+    boots = np.array([diff(rng.integers(0, len(keep), len(keep))) for _ in range(int(n_boot))])
+    boots = boots[np.isfinite(boots)]
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return {"estimate": float(est), "ci_low": float(lo), "ci_high": float(hi), "models": len(keep),
+            "n_boot": int(len(boots))}
+
+
 def rerun_first(panels: list, **settings) -> pd.DataFrame:
     """:func:`analyse` of the first of ``panels`` with other settings (no difficulty control),
     labelled with its name; an empty result table when there is no panel. Give it the page's
