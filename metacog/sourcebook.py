@@ -146,7 +146,19 @@ def build(sources: list, out, *, jobs: int | None = None, html: bool = True, log
 
     Raises :class:`ChapterInputError` for bad input (nothing executed) and
     :class:`metacog.book.BookError` naming every chapter that failed (the others are kept and
-    reused by the next build)."""
+    reused by the next build).
+
+    Examples
+    --------
+    A file that is not there stops the build before any chapter runs, with one line saying what
+    to give instead:
+
+    >>> try:
+    ...     build(["no_such_answers.csv"], "book_out", html=False)
+    ... except ChapterInputError as err:
+    ...     print(err)
+    --source no_such_answers.csv: no such file; metacog book --source takes your own response files ...
+    """
     say = log or (lambda _msg: None)
     root, out = book_root(root).resolve(), Path(out).resolve()
     given = [str(s) for s in sources]

@@ -68,6 +68,16 @@ def load_items(name: str, n_items: int | None = None, seed: int = 0, **kw: Any) 
     SQuAD, ``tasks=[...]`` for LegalBench, ``split='all'`` for SciCode,
     ``pairing='both'`` for TruthfulQA, ``mode='answer'`` for SelfAware). The
     'audit' set is stratified by its own loader.
+
+    Examples
+    --------
+    Twelve items of the binary factual audit set, the same twelve for the same seed:
+
+    >>> items = load_items("audit", n_items=12, seed=0)
+    >>> len(items), items[0].benchmark
+    (12, 'audit')
+    >>> [it.item_id for it in items] == [it.item_id for it in load_items("audit", n_items=12, seed=0)]
+    True
     """
     if name not in LOADERS:
         raise ValueError(f"load_items: unknown benchmark {name!r}; choose one of {list(LOADERS)}.")

@@ -74,6 +74,14 @@ def gather(name: str, *, models=None, n_items: int | None = None, probes=None, s
     subset, another probe — is asked through :func:`metacog.elicit.run` (cached and
     resumable, like :func:`collect`). ``attrs['asked']`` counts the (model, item)
     pairs that were not in the recording. Nothing is written to ``data/responses``.
+
+    Examples
+    --------
+    The recorded SQuAD run, replayed: nothing is asked.
+
+    >>> r = gather("squad")
+    >>> sorted(r["probe"].unique()), r.attrs["asked"]
+    (['answer', 'answer_no_context', 'counterfactual', 'prospective'], 0)
     """
     all_runs = runs()
     if name not in all_runs:

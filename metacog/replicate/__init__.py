@@ -95,6 +95,18 @@ def run(models, out, *, benchmarks=None, n_items: int | None = None, audit: bool
     (e.g. 'calibration_study') also asks each model that public panel's own protocol on
     ``panel_items`` items and places it among the panel's models (:mod:`metacog.replicate.panel`,
     ``<out>/place/<model>/``).
+
+    Examples
+    --------
+    Every plan is priced before any call; a budget below the plan's cost stops the run with
+    nothing asked and nothing written:
+
+    >>> try:
+    ...     run(["openai/gpt-4o-mini", "openai/gpt-4.1-mini", "openai/gpt-4.1-nano"], "out", n_items=20,
+    ...         budget=0.0001, book=False, progress=False)
+    ... except BudgetExceeded as err:
+    ...     print(err)
+    --budget 0.0001: the plan costs up to $... calls at most); nothing was asked. ...
     """
     from metacog.paths import writable_folder
 
