@@ -36,14 +36,11 @@ from metacog.tidy.report import PrettyTable, escape_text, fmt_ci, fmt_count, fmt
 SELF_OTHER_MARGIN = 0.02
 
 #: Why :data:`SELF_OTHER_MARGIN` is where it is, printed beside every verdict that uses it.
-_SMALLEST_REPORTED = ("0.02 τ-b: just below the smallest mean pairwise τ-b paper 1 reports (0.024, "
-                      "LegalBench, its results table), a signal paper 1 itself calls small and gone once "
-                      "base rates are controlled")
-SELF_OTHER_MARGIN_WHY = (_SMALLEST_REPORTED + "; an individual self-advantage smaller than that is smaller "
+SMALLEST_REPORTED_WHY = ("0.02 τ-b: just below the smallest mean pairwise τ-b paper 1 reports (0.024, "
+                         "LegalBench, its results table), a signal paper 1 itself calls small and gone once "
+                         "base rates are controlled")
+SELF_OTHER_MARGIN_WHY = (SMALLEST_REPORTED_WHY + "; an individual self-advantage smaller than that is smaller "
                          "than anything paper 1 treats as a signal")
-#: Why the same line reads the mean pairwise τ-b's excess over the base-rate-matched null.
-PAIRWISE_EXCESS_WHY = (_SMALLEST_REPORTED + "; an excess over the base-rate-matched null smaller than that "
-                       "is smaller than any pairwise calibration paper 1 reports")
 
 #: The power a design must have to detect the margin before a null reads "not supported" (the
 #: power chapter's target, ``power_target`` in its manifest).

@@ -44,14 +44,22 @@ COUNTERFACTUAL_CAVEAT = ("a counterfactual judgment is asked only after the mode
                          "+0.03 τ-b), so this design cannot tell")
 
 
+def _excess_why() -> str:
+    """Why the book's 0.02 line reads the mean pairwise τ-b's excess over the base-rate null."""
+    from metacog.hypotheses.verdict import SMALLEST_REPORTED_WHY
+
+    return (SMALLEST_REPORTED_WHY + "; an excess over the base-rate-matched null smaller than that is smaller "
+            "than any pairwise calibration paper 1 reports")
+
+
 def _margin(margin: float | None, *, excess: bool = False) -> tuple[float, str]:
     """The τ-b margin a pairwise verdict is read against (default the book's
     :data:`metacog.hypotheses.verdict.SELF_OTHER_MARGIN`) and why it is there: for a
     self-advantage, or with ``excess`` for the mean τ-b's excess over the base-rate null."""
-    from metacog.hypotheses.verdict import PAIRWISE_EXCESS_WHY, SELF_OTHER_MARGIN, SELF_OTHER_MARGIN_WHY
+    from metacog.hypotheses.verdict import SELF_OTHER_MARGIN, SELF_OTHER_MARGIN_WHY
 
     if margin is None or margin == SELF_OTHER_MARGIN:
-        return SELF_OTHER_MARGIN, PAIRWISE_EXCESS_WHY if excess else SELF_OTHER_MARGIN_WHY
+        return SELF_OTHER_MARGIN, _excess_why() if excess else SELF_OTHER_MARGIN_WHY
     return margin, "the margin given here"
 
 
