@@ -191,3 +191,13 @@ def test_the_pooled_rows_are_the_texts_the_probe_was_fitted_on():
     assert len(rows) == t.at["text_probe", "texts"] == t.at["confidence", "texts"] < 200
     assert rows["confidence"].notna().all() and t.at["confidence", "judgment"] == "own stated confidence"
     assert not rows["reasoning_text"].str.contains("Confidence").any()  # the stated number is not read
+
+
+def test_a_probe_beats_chance_only_with_enough_texts_and_its_interval_above_half():
+    src = "place_qwen15:verbal_confidence"
+    r = hrt.analyse([src], n_boot=200)
+    assert not hrt.probe_beats_chance(r, src)  # 0.33, wholly below 0.5
+    assert not hrt.probe_beats_chance(r, "not a source")
+    row = r.table.index[r.table["score"] == "text_probe"][0]
+    r.table.loc[row, ["auroc", "ci_low", "ci_high"]] = [0.7, 0.6, 0.8]
+    assert hrt.probe_beats_chance(r, src)

@@ -1,5 +1,6 @@
-"""The measures chapter's computations beyond the hand tables: the bootstrap-coverage simulation
-and one public model's measures with their intervals (``notebooks/measures.md``)."""
+"""The measures chapter's computations beyond the hand tables: the bootstrap-coverage simulation,
+one public model's measures with their intervals, smooth ECE from its definition, and phi against
+tetrachoric on a pair of models (``notebooks/measures.md``)."""
 
 from __future__ import annotations
 
@@ -76,3 +77,45 @@ def one_model(correct, confidence, *, n_boot: int = 1000, seed: int = 0) -> pd.D
         b = stats.bootstrap_ci(fn, y, c, n_boot=n_boot, seed=seed).iloc[0]
         rows.append({"statistic": name, "estimate": b["estimate"], "ci_low": b["ci_low"], "ci_high": b["ci_high"]})
     return pd.DataFrame(rows)
+
+
+def smoothed_area(confidence, correct, sigma: float, *, grid_points: int = 4000, images: int = 3) -> float:
+    """The area under |kernel-smoothed residual| at bandwidth ``sigma``, from the definition:
+    each residual (right 1 or wrong 0, minus the confidence) spread by a Gaussian reflected at 0
+    and 1 (the images at 2j ± confidence, |j| ≤ ``images``), averaged over the answers, and the
+    area taken by the midpoint rule on ``grid_points`` points of [0, 1]. An independent route to
+    :func:`metacog.stats.smooth_ece` (which sums the kernel's cosine series instead)."""
+    c, y = np.asarray(confidence, float), np.asarray(correct, float)
+    t = (np.arange(grid_points) + 0.5) / grid_points
+    k = sum(norm.pdf(t[:, None] - c[None, :] - 2 * j, scale=sigma)
+            + norm.pdf(t[:, None] + c[None, :] - 2 * j, scale=sigma) for j in range(-images, images + 1))
+    return float(np.abs(k @ (y - c) / len(c)).mean())
+
+
+def smooth_ece_by_hand(confidence, correct, *, steps: int = 40) -> float:
+    """Smooth ECE as its definition states it: the bandwidth at which :func:`smoothed_area`
+    equals the bandwidth (the area falls as the bandwidth grows), found by bisection on [0.001, 1]."""
+    lo, hi = 1e-3, 1.0
+    for _ in range(int(steps)):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if smoothed_area(confidence, correct, mid) > mid else (lo, mid)
+    return (lo + hi) / 2
+
+
+def _phi_tet(a: np.ndarray) -> tuple[float, float]:
+    return (float(np.corrcoef(a[:, 0], a[:, 1])[0, 1]),
+            float(stats.tetrachoric(pd.DataFrame(a, columns=["a", "b"])).rho.iloc[0, 1]))
+
+
+def phi_against_tetrachoric(pair: np.ndarray, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Phi (Pearson on 0/1), the tetrachoric correlation and their difference for two binary
+    columns (items × 2), each with a 95% percentile interval from resampling items."""
+    pair = np.asarray(pair, float)
+    point = _phi_tet(pair)
+    rng = np.random.default_rng(seed)
+    boots = np.array([_phi_tet(pair[rng.integers(0, len(pair), len(pair))]) for _ in range(int(n_boot))])
+    gap = boots[:, 1] - boots[:, 0]
+    lo, hi = np.quantile(np.column_stack([boots, gap]), [0.025, 0.975], axis=0)
+    return pd.DataFrame({"statistic": ["phi (= Pearson on 0/1)", "tetrachoric", "tetrachoric − phi"],
+                         "estimate": [point[0], point[1], point[1] - point[0]],
+                         "ci_low": lo, "ci_high": hi})

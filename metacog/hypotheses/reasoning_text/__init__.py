@@ -367,6 +367,13 @@ def text_probe_row(result: TextProbeComparison, source: str) -> dict | None:
     return {**r.iloc[0].to_dict(), "keys": list(zip(rows["model"], rows["item_id"]))}
 
 
+def probe_beats_chance(result: TextProbeComparison, source: str) -> bool:
+    """Whether ``source``'s text probe in ``result`` was fitted on at least :data:`MIN_CLASS`
+    correct and wrong texts and its AUROC interval lies wholly above 0.5."""
+    row = text_probe_row(result, source)
+    return (row is not None and min(row["n_pos"], row["n_neg"]) >= MIN_CLASS and row["ci_low"] > 0.5)
+
+
 def ablation(rows: pd.DataFrame, drop, *, cv: int = 5, C: float = 1.0, seed: int = 0) -> pd.DataFrame:
     """Out-of-fold AUROC of the text probe with all features and without ``drop`` (feature
     names), on the same rows and folds; one row each with DeLong's interval."""
