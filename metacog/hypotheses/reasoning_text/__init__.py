@@ -109,6 +109,16 @@ def rows_for(source: str) -> tuple[pd.DataFrame | None, pd.DataFrame | None, str
     return full, rows[rows["reasoning_text"].astype(str).str.strip() != ""], ""
 
 
+def fitted_rows(rows: pd.DataFrame, text: str = "reasoning_text") -> pd.DataFrame:
+    """The rows :func:`compare` fits on: with a ``text``, a grade and every :func:`judgments` value."""
+    return rows.dropna(subset=[text, "correct", *judgments(rows)])
+
+
+def judgments(rows: pd.DataFrame) -> list[str]:
+    """The :data:`JUDGMENTS` columns of ``rows`` that hold any value."""
+    return [c for c in JUDGMENTS if c in rows and rows[c].notna().any()]
+
+
 def compare(rows: pd.DataFrame, *, text: str = "reasoning_text", cv: int = 5, C: float = 1.0,
             seed: int = 0, n_boot: int = 1000) -> pd.DataFrame:
     """The text probe against the model's own judgments on the same rows (pooled over models).
@@ -116,9 +126,9 @@ def compare(rows: pd.DataFrame, *, text: str = "reasoning_text", cv: int = 5, C:
     One row per score ('text_probe', then 'confidence' and 'p_yes' where present), named in
     ``judgment`` (:func:`judgment_name`): auroc with DeLong's ci_low/ci_high, n_pos, n_neg, and
     diff (text probe minus this score) with its paired-bootstrap diff_ci_low/diff_ci_high; and
-    the probe's coefficients (a Series), as a pair. Raises ValueError when a class is too small to cross-validate."""
-    cols = [c for c in JUDGMENTS if c in rows and rows[c].notna().any()]
-    rows = rows.dropna(subset=[text, "correct", *cols])
+    the probe's coefficients (a Series), as a pair. Raises ValueError when a class is too small
+    to cross-validate."""
+    rows, cols = fitted_rows(rows, text), judgments(rows)
     probe = text_probe.ReasoningTextProbe(C=C, cv=cv, seed=seed).fit(rows[text].astype(str).tolist(),
                                                                    rows["correct"].to_numpy())
     scores = {"text_probe": probe.oof_proba_, **{c: rows[c].to_numpy(dtype=float) for c in cols}}
@@ -220,9 +230,7 @@ def analyse(sources, *, answer: bool = False, min_conformance: float = 0.8, cv: 
             res["skipped"][src] = f"too few correct or wrong texts to cross-validate ({err})"
             continue
         res["coef"][src] = coef
-        # the rows the probe was fitted on: those with a text, a grade and every judgment compared
-        judged = [c for c in JUDGMENTS if c in use and use[c].notna().any()]
-        res["rows"][src] = use.dropna(subset=["raw_text" if answer else "reasoning_text", "correct", *judged])
+        res["rows"][src] = fitted_rows(use, "raw_text" if answer else "reasoning_text")
         res["table"].append(t.assign(source=src, models=", ".join(short_model(m) for m in kept)))
     res["table"] = pd.concat(res["table"], ignore_index=True) if res["table"] else pd.DataFrame()
     return TextProbeComparison(**res)
@@ -371,7 +379,7 @@ def probe_beats_chance(result: TextProbeComparison, source: str) -> bool:
     """Whether ``source``'s text probe in ``result`` was fitted on at least :data:`MIN_CLASS`
     correct and wrong texts and its AUROC interval lies wholly above 0.5."""
     row = text_probe_row(result, source)
-    return (row is not None and min(row["n_pos"], row["n_neg"]) >= MIN_CLASS and row["ci_low"] > 0.5)
+    return row is not None and min(row["n_pos"], row["n_neg"]) >= MIN_CLASS and not probe_caveat(row)
 
 
 def ablation(rows: pd.DataFrame, drop, *, cv: int = 5, C: float = 1.0, seed: int = 0) -> pd.DataFrame:
