@@ -207,6 +207,16 @@ def reply_cap(row, max_tokens: int | None = None) -> int:
     return prompts.get(tag).max_tokens
 
 
+def cut_at_cap(d: pd.DataFrame, max_tokens: int | None = None) -> tuple[pd.Series, pd.Series]:
+    """(cut, cap) for each attempt of ``d``: the cap it was asked with (:func:`reply_cap`) and
+    whether its reply wrote that many tokens (the recording keeps no finish reason). No attempt
+    is cut when the recording keeps no token counts."""
+    cap = pd.Series([reply_cap(r, max_tokens) for r in d.to_dict("records")], index=d.index)
+    if "completion_tokens" not in d:
+        return pd.Series(False, index=d.index), cap
+    return d["completion_tokens"].astype(float) >= cap, cap
+
+
 #: What the MATH table counts, per model and design.
 CUT_MEASURES = ("cut at the cap", "right among replies not cut", "right among replies cut")
 
@@ -219,8 +229,8 @@ def math(data: pd.DataFrame, items=None, max_tokens: int | None = None) -> OwnSe
     d = attempts(data, DESIGNS)
     if not len(d) or "completion_tokens" not in d or d["completion_tokens"].isna().all():
         return OwnSection(None, "The recording keeps no token counts, so replies cut at the cap cannot be told.", q)
-    cap = pd.Series([reply_cap(r, max_tokens) for r in d.to_dict("records")], index=d.index)
-    d = d.assign(cut=d["completion_tokens"].astype(float) >= cap, cap=cap, design=d["probe"].map(DESIGNS))
+    cut, cap = cut_at_cap(d, max_tokens)
+    d = d.assign(cut=cut, cap=cap, design=d["probe"].map(DESIGNS))
     rows = []
     for (m, des), g in d.groupby(["model", "design"], sort=True):
         right = g["correct"].astype(float)
@@ -315,10 +325,8 @@ def scicode(data: pd.DataFrame, items, max_tokens: int | None = None) -> OwnSect
     head = [(its[str(i)].meta or {}).get("function_header", "") if str(i) in its else "" for i in d["item_id"]]
     parses = [code_parses(r, h) for r, h in zip(d["raw_text"], head)]
     outcome = np.where(d["correct"].astype(float) > 0, OUTCOMES[2], np.where(parses, OUTCOMES[1], OUTCOMES[0]))
-    cap = [reply_cap(r, max_tokens) for r in d.to_dict("records")]
-    d = d.assign(outcome=outcome, design=d["probe"].map(DESIGNS),
-                 cut=d["completion_tokens"].astype(float).to_numpy() >= np.asarray(cap, float)
-                 if "completion_tokens" in d else False)
+    cut, cap = cut_at_cap(d, max_tokens)
+    d = d.assign(outcome=outcome, design=d["probe"].map(DESIGNS), cut=cut)
     rows = [{"model": short_model(m), "design": des, "outcome": o, **rate_row((g["outcome"] == o).sum(), len(g)),
              "cut_at_cap": int((g["cut"] & (g["outcome"] == o)).sum())}
             for (m, des), g in d.groupby(["model", "design"], sort=True) for o in OUTCOMES]
