@@ -53,8 +53,8 @@ def stricter_format_sentence(models, kept, strict, rate: float, strict_rate: flo
         if not chosen:
             return f"at {r:g} no model follows the format, so every verdict is withheld"
         names = phrasing.join([short_model(m) for m in chosen])
-        return (f"at {r:g} {names} {'follows' if len(chosen) == 1 else 'follow'} the format, so "
-                f"{'its verdicts are' if len(chosen) == 1 else 'their verdicts are'} not withheld for it")
+        return (f"at {r:g} {names} {phrasing.verb(len(chosen), 'follows', 'follow')} the format, so "
+                f"{phrasing.verb(len(chosen), 'its', 'their')} verdicts are not withheld for it")
 
     s = scope(kept, rate) + "; " + scope(strict, strict_rate)
     return s[0].upper() + s[1:] + "."
