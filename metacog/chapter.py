@@ -390,16 +390,16 @@ def run(name: str, sources: list[str], out: str | Path, *, parameters: dict | No
     say = log or (lambda _msg: None)
     resolved = [source_arg(s) for s in sources]
     cuts = {source_arg(k): v for k, v in (cuts or {}).items()}
-    chapter = chapter_spec(name, resolved, parameters=parameters, cuts=cuts, root=root,
-                           manifest=manifest)
+    chapter = chapter_spec(name, resolved, parameters=parameters, cuts=cuts, root=root, manifest=manifest)
     for row in validate_sources(resolved, chapter.source.stem).itertuples(index=False):
-        say(f"source {row.source}: {row.rows} rows, {row.models} models, {row.items} items "
-            f"(probes: {row.probes})")
+        say(f"source {row.source}: {row.rows} rows, {row.models} models, {row.items} items (probes: {row.probes})")
         for note in row.notes:
             say(f"note on {row.source}: {note}")
     say(f"executing {chapter.source} as {name!r} into {out}")
     executed = execute_chapter(chapter, out, root)
     _show_sources_as_given(executed, dict(zip(resolved, (str(x) for x in sources))))
+    from metacog.sourcebook import drop_default_prose  # cells about the book's own sources, not these
+    drop_default_prose(executed)
     if not html:
         return ChapterRun(name, executed)
     say(f"rendering {executed.name}")

@@ -263,6 +263,18 @@ _DOC = re.compile(r"\{doc\}`([^`<]*?)\s*(?:<([^`>]+)>)?`")
 _TERM = re.compile(r"\{term\}`([^`<]*?)\s*(?:<[^`>]+>)?`")
 
 
+def drop_default_prose(notebook: Path) -> None:
+    """Leave out of ``notebook`` the cells tagged :data:`DEFAULT_PROSE`: they describe the book's
+    own sources, not the ones the page was run on (:func:`metacog.chapter.run` calls it too)."""
+    import nbformat
+
+    nb = nbformat.read(notebook, as_version=4)
+    kept = [c for c in nb.cells if DEFAULT_PROSE not in c.metadata.get("tags", [])]
+    if len(kept) != len(nb.cells):
+        nb.cells = kept
+        nbformat.write(nb, notebook)
+
+
 def _stage_page(notebook: Path, pages: set[str], titles: dict[str, str], root: Path) -> None:
     """Leave out the cells about the chapter's default sources (tagged :data:`DEFAULT_PROSE`), and
     turn each ``{doc}`` link to a page this book lacks into plain text (its title) and each glossary
@@ -282,8 +294,8 @@ def _stage_page(notebook: Path, pages: set[str], titles: dict[str, str], root: P
         md = (root / "notebooks" / target).with_suffix(".md")
         return f"*{book.page_title(md)}*" if md.is_file() else name.replace("_", " ")
 
+    drop_default_prose(notebook)
     nb = nbformat.read(notebook, as_version=4)
-    nb.cells = [c for c in nb.cells if DEFAULT_PROSE not in c.metadata.get("tags", [])]
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = _TERM.sub(lambda m: m.group(1).strip(), _DOC.sub(plain, cell.source))

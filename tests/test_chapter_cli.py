@@ -53,6 +53,7 @@ def test_chapter_runs_on_a_file_and_renders_one_page(rendered):
     assert "cut 0.7" in html  # --cut reached the notebook's cuts parameter
     assert "Moran and Whiting" in html  # the citation resolved against references.bib
     assert "{glue:text}" not in html and "{cite:p}" not in html
+    assert "The default sources are" not in html  # the cell about the book's own sources is left out
     assert "_static/mathjax" in html or "mathjax/tex-chtml.js" in html  # offline MathJax
     assert (out / "count_models.ipynb").exists()
     # the link to a chapter this one-page build lacks is a warning, not a failure
