@@ -103,12 +103,12 @@ def reaimable_pages(root: Path | None = None, manifest: str | Path = MANIFEST) -
 
 
 def source_arg(source: str, cwd: Path | None = None) -> str:
-    """The source string the notebook receives: file paths made absolute, names unchanged.
-
-    The chapter executes with the repository as its working directory, so a path
-    given relative to where the command was typed must be resolved first.
-    """
+    """The source string the notebook receives: file paths made absolute (the chapter executes in
+    the repository), a ':probe' after a file kept ('odd.csv:prospective'), names unchanged."""
     s = str(source).strip()
+    base, sep, probe = s.rpartition(":")
+    if sep and base.lower().endswith(FILE_SUFFIXES) and not {"/", "\\"} & set(probe):
+        return source_arg(base, cwd) + sep + probe
     looks_like_file = ("/" in s or "\\" in s or s.lower().endswith(FILE_SUFFIXES)
                        or ((cwd or Path.cwd()) / s).is_file())
     if not looks_like_file:

@@ -62,3 +62,14 @@ def test_the_miscalibration_chapter_names_a_policy_file_by_its_name_in_every_sen
     assert f"{answers.name} · qwen2.5-coder-1.5b · P(Yes)" in html  # the verdict names file and answerer
     found = scan_html(page.parent, strict=True, sources=[answers.name, other.name], model_counts=[2, 4])
     assert found.empty, "\n" + found.to_string(index=False, max_colwidth=110)
+
+
+def test_a_relative_file_with_a_probe_after_it_is_made_absolute_and_keeps_its_probe(tmp_path):
+    """The reasoning-text page tells a user to name a probe after a file ('odd.csv:prospective');
+    typed relative to where the command runs, it must reach the notebook as an absolute path."""
+    from metacog.chapter import source_arg
+
+    (tmp_path / "odd.csv").write_text("model,item_id\n")
+    assert source_arg("odd.csv:prospective", tmp_path) == f"{tmp_path / 'odd.csv'}:prospective"
+    assert source_arg("odd.csv", tmp_path) == str(tmp_path / "odd.csv")
+    assert source_arg("squad:prospective", tmp_path) == "squad:prospective"  # a run name stays a name
