@@ -363,8 +363,8 @@ def vendor_difference(panels: list, *, n_boot: int = 1000, seed: int = 0) -> dic
     of ``panels`` (the pairs of :func:`vendor_blocks`), with a percentile interval from resampling
     *models* (pairs that share a model are not independent, so models are the unit): each
     resample draws the panel's models with replacement and averages over the pairs of two
-    different draws. Returns estimate, ci_low, ci_high, models, n_boot; None when the panel does
-    not hold both kinds of pair."""
+    different draws. Returns estimate, ci_low, ci_high, models, n_boot (the resamples that hold
+    both kinds of pair); None when the panel does not hold both kinds of pair."""
     if not panels:
         return None
     taus = tau_frame(panels[0].confidence, panels[0].correct)
