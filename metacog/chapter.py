@@ -31,6 +31,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from metacog.default_prose import drop_default_prose
 from metacog.result import ChapterRun  # noqa: F401 (what run returns)
 from metacog.book import (MANIFEST, BookError, Chapter, ParameterError, book_root, check_parameters,
                           execute_chapter, notebook_parameters, page_title)
@@ -398,8 +399,7 @@ def run(name: str, sources: list[str], out: str | Path, *, parameters: dict | No
     say(f"executing {chapter.source} as {name!r} into {out}")
     executed = execute_chapter(chapter, out, root)
     _show_sources_as_given(executed, dict(zip(resolved, (str(x) for x in sources))))
-    from metacog.sourcebook import drop_default_prose  # cells about the book's own sources, not these
-    drop_default_prose(executed)
+    drop_default_prose(executed)  # cells about the book's own sources, not these
     if not html:
         return ChapterRun(name, executed)
     say(f"rendering {executed.name}")

@@ -37,6 +37,7 @@ import yaml
 from metacog import book
 from metacog.book import BookError, Chapter, book_root, check_parameters, execute_chapter, load_manifest
 from metacog.chapter import ChapterInputError, _one_page_config, source_arg, validate_sources
+from metacog.default_prose import DEFAULT_PROSE, drop_default_prose  # noqa: F401 (the book's name for it)
 from metacog.hypotheses import serving
 
 #: Why a page that takes no response file is not served, by notebook stem.
@@ -48,8 +49,6 @@ NOT_READ = {
     "lab": "it asks (or replays) a local model live; it compares with response files but analyses none",
 }
 FINDINGS, AUDIT = "findings", "audit"
-#: The cell tag of a chapter's prose (or code) about its default sources, left out of a book on files.
-DEFAULT_PROSE = "default-sources"
 
 
 @dataclass
@@ -261,18 +260,6 @@ def _toc_order(root: Path) -> list[str]:
 _DOC = re.compile(r"\{doc\}`([^`<]*?)\s*(?:<([^`>]+)>)?`")
 #: A glossary term: the book's glossary is a prose page about its default panels, not part of this book.
 _TERM = re.compile(r"\{term\}`([^`<]*?)\s*(?:<[^`>]+>)?`")
-
-
-def drop_default_prose(notebook: Path) -> None:
-    """Leave out of ``notebook`` the cells tagged :data:`DEFAULT_PROSE`: they describe the book's
-    own sources, not the ones the page was run on (:func:`metacog.chapter.run` calls it too)."""
-    import nbformat
-
-    nb = nbformat.read(notebook, as_version=4)
-    kept = [c for c in nb.cells if DEFAULT_PROSE not in c.metadata.get("tags", [])]
-    if len(kept) != len(nb.cells):
-        nb.cells = kept
-        nbformat.write(nb, notebook)
 
 
 def _stage_page(notebook: Path, pages: set[str], titles: dict[str, str], root: Path) -> None:

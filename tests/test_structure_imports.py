@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "metacog"
 
 LAYERS = (
-    ("metacog.settings", "metacog.paths"),  # where the checkout, the data and the caches are; output checks
+    ("metacog.settings", "metacog.paths", "metacog.default_prose"),  # the checkout, data and caches; output checks; prose about default sources
     ("metacog.memo",),  # the results cache
     ("metacog.stats",),
     ("metacog.tidy",),  # schema, items, tables, report
