@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from metacog import schedule
+from metacog.execute import child_failure, first_lines
 from metacog.manifest import (MANIFEST, BookError, Chapter, ManifestError, ParameterError,  # noqa: F401
                               _read_notebook, book_root, check_parameters, load_manifest,
                               notebook_parameters, page_title)
@@ -56,7 +57,7 @@ def execute_chapter(chapter: Chapter, out_dir: Path, root: Path | None = None, *
     jupytext.write(nb, staged, fmt="ipynb")
     params.write_text(repr(chapter.parameters))
     target = out_dir / f"{chapter.page}.ipynb"
-    cmd = [sys.executable, "-m", "metacog.book", str(staged), str(target), str(params), str(root)]
+    cmd = [sys.executable, "-m", "metacog.execute", str(staged), str(target), str(params), str(root)]
     try:
         env = {**({v: str(threads) for v in THREAD_VARIABLES} if threads else {}), **os.environ,
                **({"METACOG_MEMO_TRACE": str(memo_trace)} if memo_trace else {})}
@@ -65,43 +66,10 @@ def execute_chapter(chapter: Chapter, out_dir: Path, root: Path | None = None, *
         staged.unlink(missing_ok=True)
         params.unlink(missing_ok=True)
     if proc.returncode != 0:
-        detail = _child_failure(proc)
+        detail = child_failure(proc)
         raise BookError(f"chapter {chapter.page!r} ({chapter.source}) failed in {detail}")
     _finish(target, chapter.title, chapter.page)
     return target
-
-
-#: The line a child execution prints before its failure's description.
-_FAILURE_MARK = "metacog-book-chapter-failure:"
-
-
-def _child_failure(proc: subprocess.CompletedProcess) -> str:
-    """What went wrong in a child execution, from the line it printed (or its stderr)."""
-    out = proc.stdout or ""
-    if _FAILURE_MARK in out:
-        return json.loads(out.rsplit(_FAILURE_MARK, 1)[1].strip().splitlines()[0])
-    return f"the executing process (exit {proc.returncode}): {_first_lines(proc.stderr or out, 12)}"
-
-
-def _execute_here(staged: str, target: str, params: str, root: str) -> int:
-    """The child process of :func:`execute_chapter`: run papermill with the kernel in ``root``.
-    On failure print one marked JSON line describing it and return 1."""
-    import papermill
-
-    try:
-        papermill.execute_notebook(
-            staged, target, parameters=ast.literal_eval(Path(params).read_text()), cwd=root,
-            kernel_name="python3", progress_bar=False, log_output=False)
-    except Exception as exc:  # papermill raises many types; describe it for the parent
-        if hasattr(exc, "ename"):  # papermill's PapermillExecutionError
-            frames = _strip_ansi("\n".join(getattr(exc, "traceback", []) or []))
-            detail = (f"code cell {exc.exec_count}: {exc.ename}: {exc.evalue}\n"
-                      f"{_first_lines(frames, 12)}")
-        else:
-            detail = f"{type(exc).__name__}: {_first_lines(str(exc))}"
-        print(_FAILURE_MARK, json.dumps(detail), flush=True)
-        return 1
-    return 0
 
 
 #: An exercise label in a chapter source: '<prefix>-ex-<n>'.
@@ -161,17 +129,6 @@ def _finish(path: Path, title: str, page: str = "") -> None:
                 if cell.cell_type == "markdown":
                     cell.source = re.sub(EXERCISE_LABEL, lambda m: f"{slug}-ex-{m.group(1)}", cell.source)
     nbformat.write(nb, path)
-
-
-def _strip_ansi(text: str) -> str:
-    import re
-
-    return re.sub(r"\x1b\[[0-9;]*m", "", text)
-
-
-def _first_lines(text: str, n: int = 25) -> str:
-    lines = text.strip().splitlines()
-    return "\n".join(lines[-n:])
 
 
 def _shared_digest(root: Path) -> bytes:
@@ -399,12 +356,8 @@ def render(src: Path, out: Path) -> Path:
     log.write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
         raise BookError(f"jupyter-book build failed (exit {proc.returncode}); full log in {log}:\n"
-                        + _first_lines(proc.stdout + proc.stderr, 40))
+                        + first_lines(proc.stdout + proc.stderr, 40))
     index = site / "_build" / "html" / "index.html"
     if not index.exists():
         raise BookError(f"jupyter-book reported success but {index} is missing; see {log}.")
     return index
-
-
-if __name__ == "__main__":  # the child process of execute_chapter
-    sys.exit(_execute_here(*sys.argv[1:5]))

@@ -1,5 +1,6 @@
 """The book runner: manifest checks, parameter validation, failing chapters."""
 
+import json
 import shutil
 import textwrap
 from pathlib import Path
@@ -431,3 +432,66 @@ def test_a_one_line_change_to_a_chapter_module_re_executes_only_the_pages_that_r
     after = fingerprints()
     memo.code_version.cache_clear()
     assert sorted(p for p in before if before[p] != after[p]) == ["findings", "shortcut"]
+
+
+def test_a_kernel_that_dies_before_it_starts_is_started_again_and_nothing_else_is(capsys):
+    """Two processes can hand their kernels the same port (jupyter_client frees the ports it
+    picked before the kernel binds them; 1 start in 150 died so when ten started at once here).
+    Such a kernel dies before any cell runs, so the start is tried again; a failure once cells
+    have run (a cell's error, a kernel dying mid-notebook) is raised the first time."""
+    from metacog import execute
+
+    calls = []
+
+    def dies_once():
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        return "executed"
+
+    assert execute.run_starting_again(dies_once, pause=0) == "executed" and len(calls) == 2
+    assert "kernel start 1 of 4 failed" in capsys.readouterr().err
+
+    calls.clear()
+
+    def cell_fails():
+        calls.append(1)
+        raise RuntimeError("Kernel died while waiting for execute reply.")  # nbclient's DeadKernelError text
+
+    with pytest.raises(RuntimeError, match="while waiting for execute reply"):
+        execute.run_starting_again(cell_fails, pause=0)
+    assert len(calls) == 1
+
+    calls.clear()
+
+    def never_starts():
+        calls.append(1)
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    with pytest.raises(RuntimeError, match="started 3 times; each died before running a cell"):
+        execute.run_starting_again(never_starts, attempts=3, pause=0)
+    assert len(calls) == 3
+
+
+def test_a_chapter_whose_kernel_cannot_start_fails_naming_why(tmp_path):
+    """A kernel that cannot start at all (here: its Python cannot import ipykernel) fails the
+    chapter once, with the reason, after the attempts; it is not taken for a port clash forever."""
+    import os
+    import subprocess
+    import sys
+
+    root = make_root(tmp_path, [{"page": "p", "source": "notebooks/p.md", "parameters": "s"}], {"s": {}},
+                     {"p": ("Page p", "x = 1")})
+    kernels = tmp_path / "share" / "jupyter" / "kernels" / "python3"
+    kernels.mkdir(parents=True)
+    (kernels / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-c", "import sys; sys.exit(3)", "-f", "{connection_file}"],
+        "display_name": "dies", "language": "python"}))
+    code = ("import sys; from pathlib import Path; from metacog import book\n"
+            "book.build(Path(sys.argv[1]), html=False, jobs=1)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JUPYTER_PATH": str(tmp_path / "share" / "jupyter")}
+    env.pop("METACOG_PROJECT_ROOT", None)
+    proc = subprocess.run([sys.executable, "-c", code, str(root)], env=env, capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "chapter 'p' (notebooks/p.md) failed" in proc.stderr
+    assert "each died before running a cell" in proc.stderr

@@ -37,7 +37,7 @@ LAYERS = (
     ("metacog.probe", "metacog.power"),
     ("metacog.hypotheses",),  # one module or subpackage per hypothesis chapter, verdicts
     ("metacog.pages",),  # the other pages: data, audit, benchmark, lab; hygiene
-    ("metacog.result", "metacog.manifest", "metacog.schedule", "metacog.book", "metacog.chapter", "metacog.replicate", "metacog.sourcebook", "metacog.cli"),  # entry points
+    ("metacog.result", "metacog.manifest", "metacog.schedule", "metacog.execute", "metacog.book", "metacog.chapter", "metacog.replicate", "metacog.sourcebook", "metacog.cli"),  # entry points
 )
 
 
