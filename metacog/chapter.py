@@ -5,9 +5,9 @@ registered public log (``atlas``, ``battery``, ...), a recorded run (``squad``,
 ``squad:prospective``) or the path of a tidy CSV / Parquet / JSONL file. :func:`run`
 
 1. takes the chapter's parameter set from ``notebooks/manifest.yml``, replaces
-   ``sources``, applies overrides and per-source binarisation cuts, and checks the
-   result against the notebook's ``parameters`` cell exactly as ``metacog book`` does
-   (:func:`metacog.book.check_parameters`);
+   ``sources``, turns off the sections that read the book's own runs (``serving.DETACHED``
+   of :mod:`metacog.hypotheses.serving`; ``-p`` turns one back on), applies overrides and cuts,
+   and checks the result as ``metacog book`` does (:func:`metacog.book.check_parameters`);
 2. loads every source once with :func:`metacog.data.load_responses`, so a bad file
    stops before anything executes;
 3. executes the chapter with papermill (:func:`metacog.book.execute_chapter`);
@@ -91,8 +91,7 @@ def _pages(spec: dict) -> list[str]:
 def reaimable_pages(root: Path | None = None, manifest: str | Path = MANIFEST) -> list[str]:
     """The manifest's pages whose notebook has a ``sources`` parameter (``root``: see
     :func:`metacog.book.book_root`)."""
-    root = book_root(root)
-    _, spec = _read_manifest(root, manifest)
+    _, spec = _read_manifest(root := book_root(root), manifest)
     out = []
     for entry in spec.get("chapters", []) or []:
         try:
@@ -141,8 +140,7 @@ def parse_cut(text: str) -> tuple[str, str | float]:
     if not sep or not src.strip() or not cut.strip():
         raise ChapterInputError(f"--cut {text!r}: write SOURCE=CUT, e.g. --cut my_panel.csv=median "
                                 f"or --cut atlas=0.7.")
-    cut = cut.strip()
-    if cut == "median":
+    if (cut := cut.strip()) == "median":
         return src.strip(), cut
     try:
         value = float(cut)
@@ -167,9 +165,8 @@ def chapter_spec(name: str, sources: list[str], *, parameters: dict | None = Non
     path, spec = _read_manifest(root, manifest)
     entries = {str(e.get("page")): e for e in spec.get("chapters", []) or []}
     if name not in entries:
-        raise ChapterInputError(f"unknown chapter {name!r}; the pages of {path} are "
-                                f"{', '.join(_pages(spec))} (these take --source: "
-                                f"{', '.join(reaimable_pages(root, manifest)) or 'none'}).")
+        raise ChapterInputError(f"unknown chapter {name!r}; the pages of {path} are {', '.join(_pages(spec))} "
+                                f"(these take --source: {', '.join(reaimable_pages(root, manifest)) or 'none'}).")
     entry = entries[name]
     source = root / entry.get("source", "")
     if not source.is_file():
@@ -193,7 +190,10 @@ def chapter_spec(name: str, sources: list[str], *, parameters: dict | None = Non
             f"chapter {name!r} ({entry['source']}) has no 'sources' parameter, so it cannot be run on "
             f"other responses; its parameters are {sorted(defaults)}. Chapters that take --source: "
             f"{', '.join(reaimable_pages(root, manifest)) or 'none yet'}.")
-    merged = {**(sets[set_name] or {}), **parameters, "sources": list(sources)}
+    from metacog.hypotheses.serving import DETACHED  # a page on other responses says nothing of the book's runs
+
+    detached = {k: v for k, v in DETACHED.get(name, {}).items() if k in defaults}
+    merged = {**(sets[set_name] or {}), **detached, **parameters, "sources": list(sources)}
     if cuts:
         if "cuts" not in defaults:
             raise ChapterInputError(f"chapter {name!r} ({entry['source']}) has no 'cuts' parameter; "

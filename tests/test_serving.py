@@ -65,8 +65,23 @@ def test_reaim_replaces_sources_and_empties_what_reads_recorded_runs(tmp_path):
     assert mc == {"sources": [path], "cuts": {}, "probe_run": "", "group_run": "", "probe_models": [],
                   "n_per_group": 0, "n_sweep": {}, "lam": 1.0}
     rt = serving.reaim("reasoning_text", {"sources": ["squad:prospective"], "answer_sources": ["squad:answer"],
-                                          "sampled_run": "legalbench_sampled", "outcome_run": "legalbench"}, frames)
-    assert rt == {"sources": [f"{path}:c2"], "answer_sources": [], "sampled_run": "", "outcome_run": ""}
+                                          "sampled_run": "legalbench_sampled", "outcome_run": "legalbench",
+                                          "length_sources": ["calibration_study:verbal_confidence"]}, frames)
+    assert rt == {"sources": [f"{path}:c2"], "answer_sources": [], "sampled_run": "", "outcome_run": "",
+                  "length_sources": []}  # the file records no reply lengths
+
+
+def test_a_file_recording_reply_lengths_becomes_a_length_source(tmp_path):
+    """The book's own elicitation records completion_tokens with every call: a researcher's file
+    of such rows serves the reply-length section; a probe without stated confidences does not."""
+    judged = _texts(4 * MIN_CLASS, 0.5).assign(completion_tokens=np.arange(4 * MIN_CLASS) + 20)
+    unjudged = judged.assign(probe="answer", confidence=np.nan)
+    frames = frames_of(tmp_path, pd.concat([judged, unjudged]))
+    path = next(iter(frames))
+    assert serving.length_sources(frames) == [f"{path}:c2"]
+    rt = serving.reaim("reasoning_text", {"sources": [], "length_sources": ["calibration_study:verbal_confidence"]},
+                       frames)
+    assert rt["length_sources"] == [f"{path}:c2"]
 
 
 def test_attempts_beside_prospective_judgments_become_answer_sources(tmp_path):

@@ -24,7 +24,7 @@ CHAPTERS = ("rank_one", "pairwise", "shortcut", "power", "reasoning_text", "misc
 DETACHED = {
     "miscalibration": {"probe_run": "", "group_run": "", "probe_models": [], "n_per_group": 0,
                        "n_sweep": {}},
-    "reasoning_text": {"sampled_run": "", "outcome_run": "", "answer_sources": []},
+    "reasoning_text": {"sampled_run": "", "outcome_run": "", "answer_sources": [], "length_sources": []},
 }
 
 #: The probe of an attempt without the context, and the judgment the reasoning-text chapter
@@ -201,4 +201,21 @@ def reaim(chapter: str, parameters: dict, frames: dict) -> dict:
     if chapter == "reasoning_text":
         out["sources"] = text_sources(frames)
         out["answer_sources"] = answer_sources(frames)
+        if "length_sources" in parameters:
+            out["length_sources"] = length_sources(frames)
+    return out
+
+
+def length_sources(frames: dict) -> list[str]:
+    """'source:probe' for every probe of every source whose rows record each reply's length
+    (:data:`metacog.hypotheses.reasoning_text.length.LENGTH_COLUMNS`) beside a stated confidence
+    and a grade: the reasoning-text chapter's reply-length section reads them."""
+    from metacog.hypotheses.reasoning_text.length import LENGTH_COLUMNS
+
+    out = []
+    for s, df in frames.items():
+        for probe, g in df.groupby("probe", observed=True):
+            has = lambda c: c in g and pd.to_numeric(g[c], errors="coerce").notna().any()  # noqa: E731
+            if has("confidence") and has("correct") and any(has(c) for c in LENGTH_COLUMNS):
+                out.append(f"{s}:{probe}")
     return out

@@ -188,7 +188,16 @@ def _reasoning_text(p: dict) -> list[Found]:
         if label in result.skipped:
             v = _models_tried(v, label, result)
         out.append(Found("reasoning_text", v, _panel_name(label) if ":" in label else label, d))
-    return out, [(_panel_name(s), d) for s, d in known.items()]
+    from metacog.hypotheses.reasoning_text import length as hlen
+
+    given = p["length_sources"]
+    lengths = _call(hlen.analyse, given, min_conformance=p["min_conformance"], folds=p["cv"], seed=p["seed"],
+                    n_boot=p["n_boot"])
+    known_lengths = {s: _source_design(s) for s in given}
+    for v in hlen.verdicts(lengths):
+        label, d = _prefix_design(v.claim, known_lengths)
+        out.append(Found("reasoning_text", v, _panel_name(label) if ":" in label else label, d))
+    return out, [(_panel_name(s), d) for s, d in {**known, **known_lengths}.items()]
 
 
 def _models_tried(v, source: str, result):
