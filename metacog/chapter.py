@@ -1,19 +1,19 @@
 """Run one chapter of the book on a researcher's own responses (``metacog chapter``).
 
-A hypothesis chapter takes a ``sources`` parameter: a list of strings, each a
-registered public log (``atlas``, ``battery``, ...), a recorded run (``squad``,
-``squad:prospective``) or the path of a tidy CSV / Parquet / JSONL file. :func:`run`
+A hypothesis chapter takes a ``sources`` parameter: a list of strings, each a registered public
+log (``atlas``, ...), a recorded run (``squad:prospective``) or a tidy CSV / Parquet / JSONL file.
+:func:`run`
 
 1. takes the chapter's parameter set from ``notebooks/manifest.yml``, replaces
    ``sources``, turns off the sections that read the book's own runs (``serving.DETACHED``
    of :mod:`metacog.hypotheses.serving`; ``-p`` turns one back on), applies overrides and cuts,
    and checks the result as ``metacog book`` does (:func:`metacog.book.check_parameters`);
-2. loads every source once with :func:`metacog.data.load_responses`, so a bad file
-   stops before anything executes;
+2. loads every source with :func:`metacog.data.load_responses`, so a bad file stops before
+   anything runs, and takes what the files hold in place of the book's runs (reasoning_text:
+   :func:`metacog.hypotheses.serving.found_in_files`);
 3. executes the chapter with papermill (:func:`metacog.book.execute_chapter`);
-4. renders that one executed notebook as a one-page Jupyter Book 1.x (glue roles,
-   figures, citations and offline MathJax work as in the book) and copies the HTML
-   into ``<out>/html``.
+4. renders that one executed notebook as a one-page Jupyter Book 1.x (glue roles, figures,
+   citations and offline MathJax work as in the book) and copies the HTML into ``<out>/html``.
 
 Bad input raises :class:`ChapterInputError` (the CLI exits 2); a chapter that
 fails while executing or rendering raises :class:`metacog.book.BookError` (exit 1).
@@ -32,6 +32,7 @@ import pandas as pd
 import yaml
 
 from metacog.default_prose import drop_default_prose
+from metacog.hypotheses.serving import DETACHED, found_in_files, judged_rows
 from metacog.result import ChapterRun  # noqa: F401 (what run returns)
 from metacog.book import (MANIFEST, BookError, Chapter, ParameterError, book_root, check_parameters,
                           execute_chapter, notebook_parameters, page_title)
@@ -190,9 +191,7 @@ def chapter_spec(name: str, sources: list[str], *, parameters: dict | None = Non
             f"chapter {name!r} ({entry['source']}) has no 'sources' parameter, so it cannot be run on "
             f"other responses; its parameters are {sorted(defaults)}. Chapters that take --source: "
             f"{', '.join(reaimable_pages(root, manifest)) or 'none yet'}.")
-    from metacog.hypotheses.serving import DETACHED  # a page on other responses says nothing of the book's runs
-
-    detached = {k: v for k, v in DETACHED.get(name, {}).items() if k in defaults}
+    detached = {k: v for k, v in DETACHED.get(name, {}).items() if k in defaults}  # not the book's runs
     merged = {**(sets[set_name] or {}), **detached, **parameters, "sources": list(sources)}
     if cuts:
         if "cuts" not in defaults:
@@ -237,11 +236,7 @@ def source_shortfalls(df: pd.DataFrame, source: str, chapter: str, needs: dict |
                             f"chapter needs {col} values.")
     if problems:
         return problems
-    rows = df
-    if "sample" in rows.columns:
-        rows = rows[pd.to_numeric(rows["sample"], errors="coerce").fillna(0) == 0]
-    rows = rows[pd.to_numeric(rows["confidence"], errors="coerce").notna()
-                & pd.to_numeric(rows["correct"], errors="coerce").notna()]
+    rows = judged_rows(df)
     keys = ["benchmark", "probe"] if "benchmark" in rows.columns else ["probe"]
     best_models, best_shared = 0, 0
     for _, g in rows.groupby(keys, observed=True, dropna=False):
@@ -396,6 +391,9 @@ def run(name: str, sources: list[str], out: str | Path, *, parameters: dict | No
         say(f"source {row.source}: {row.rows} rows, {row.models} models, {row.items} items (probes: {row.probes})")
         for note in row.notes:
             say(f"note on {row.source}: {note}")
+    if found := found_in_files(chapter.source.stem, resolved, parameters or {}):  # the files' own, as -p would
+        chapter = chapter_spec(name, resolved, parameters={**found, **(parameters or {})}, cuts=cuts, root=root,
+                               manifest=manifest)
     say(f"executing {chapter.source} as {name!r} into {out}")
     executed = execute_chapter(chapter, out, root)
     _show_sources_as_given(executed, dict(zip(resolved, (str(x) for x in sources))))

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from metacog.data.files import split_probe
 from metacog.hypotheses import pairwise, power, rank_one, serving, shortcut
 from metacog.hypotheses.reasoning_text import MIN_CLASS
 from metacog.power.examples import example_responses, write_responses
@@ -82,6 +83,28 @@ def test_a_file_recording_reply_lengths_becomes_a_length_source(tmp_path):
     rt = serving.reaim("reasoning_text", {"sources": [], "length_sources": ["calibration_study:verbal_confidence"]},
                        frames)
     assert rt["length_sources"] == [f"{path}:c2"]
+
+
+def test_a_chapter_on_a_file_reads_the_files_own_lengths_and_keeps_what_p_gives(tmp_path):
+    """metacog chapter reasoning_text --source 'file.csv:c2' searches the whole file (its other
+    probes too), as metacog book --source does; a key given with -p is left as given, and a
+    chapter without such sections takes nothing."""
+    judged = _texts(4 * MIN_CLASS, 0.5).assign(completion_tokens=np.arange(4 * MIN_CLASS) + 20)
+    path = next(iter(frames_of(tmp_path, judged.assign(probe="other"))))
+    extra = judged.assign(probe="c2", completion_tokens=pd.NA)
+    pd.concat([judged.assign(probe="other"), extra]).to_csv(path, index=False)
+    assert serving.found_in_files("reasoning_text", [f"{path}:c2"], {}) == {"length_sources": [f"{path}:other"]}
+    assert serving.found_in_files("reasoning_text", [f"{path}:c2"], {"length_sources": []}) == {}
+    assert serving.found_in_files("pairwise", [path], {}) == {}
+
+
+def test_a_source_string_names_what_is_loaded_and_the_probe_kept(tmp_path):
+    path = tmp_path / "odd:name.csv"  # a colon inside the file's own name is not a probe
+    path.write_text("x\n")
+    assert split_probe(str(path)) == (str(path), None)
+    assert split_probe(f"{path}:prospective") == (str(path), "prospective")
+    assert split_probe("battery:keep_withdraw") == ("battery", "keep_withdraw")
+    assert split_probe("atlas") == ("atlas", None)
 
 
 def test_attempts_beside_prospective_judgments_become_answer_sources(tmp_path):

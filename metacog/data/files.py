@@ -1,9 +1,11 @@
-"""Readers that turn a malformed or truncated file into an error naming the file and line."""
+"""Readers that turn a malformed or truncated file into an error naming the file and line, and
+how a source string names a file and a probe in it (:func:`split_probe`)."""
 
 from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -125,3 +127,20 @@ def csv_record_lines(path: Path, sep: str) -> np.ndarray | None:
                 starts.append(prev + 1)
             prev = reader.line_num
     return np.asarray(starts[1:]) if starts else None  # the first record is the header
+
+
+def split_probe(source: str) -> tuple[str, str | None]:
+    """(what is loaded, the probe kept) as :func:`metacog.data.load_responses` reads a source string: a file
+    that exists is whole, 'file.csv:probe' keeps one probe of an existing file, and a name keeps
+    the probe after its first colon ('battery:keep_withdraw').
+
+    >>> split_probe("battery:keep_withdraw"), split_probe("atlas")
+    (('battery', 'keep_withdraw'), ('atlas', None))
+    """
+    if os.path.isfile(source):
+        return source, None
+    path, _, probe = source.rpartition(":")
+    if path and probe and os.sep not in probe and os.path.isfile(path):
+        return path, probe
+    name, _, probe = source.partition(":")
+    return name, probe or None

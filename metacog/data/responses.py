@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from metacog.data.files import csv_record_lines, csv_separator, jsonl_records
+from metacog.data.files import csv_record_lines, csv_separator, jsonl_records, split_probe
 from metacog.tidy import schema
 __all__ = ["ResponseError", "load_responses", "response_notes", "source_label", "source_name"]
 
@@ -148,17 +148,16 @@ def _registered(source: str) -> tuple[pd.DataFrame, _Where] | None:
 
 
 def _resolve(source) -> tuple[pd.DataFrame, _Where, str | None]:
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and os.path.isfile(source)):
+    if isinstance(source, os.PathLike):
         return (*_read_file(Path(source)), None)
     if not isinstance(source, str) or not source:
         raise ResponseError(f"load_responses: source must be a non-empty string or a path, got {source!r}.")
-    path, _, file_probe = source.rpartition(":")
-    if path and file_probe and os.sep not in file_probe and os.path.isfile(path):  # 'file.csv:probe'
-        return (*_read_file(Path(path)), file_probe)
-    name, _, suffix_probe = source.partition(":")
+    name, suffix_probe = split_probe(source)
+    if os.path.isfile(name):
+        return (*_read_file(Path(name)), suffix_probe)
     found = _registered(name)
     if found is not None:
-        return (*found, suffix_probe or None)
+        return (*found, suffix_probe)
     from metacog.data import logs, recorded
 
     runs_file = recorded.RESPONSES / "runs.yml"

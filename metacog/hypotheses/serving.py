@@ -53,7 +53,8 @@ def load(sources: list[str]) -> dict[str, pd.DataFrame]:
     return {s: load_responses(s) for s in sources}
 
 
-def _judged(df: pd.DataFrame) -> pd.DataFrame:
+def judged_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """The first sample's rows of ``df`` that hold both a confidence and a grade."""
     rows = df
     if "sample" in rows.columns:
         rows = rows[pd.to_numeric(rows["sample"], errors="coerce").fillna(0) == 0]
@@ -64,7 +65,7 @@ def _judged(df: pd.DataFrame) -> pd.DataFrame:
 def best_block(df: pd.DataFrame) -> tuple[int, int, pd.DataFrame]:
     """(models, shared items, its rows) of the benchmark and probe of ``df`` with the most models
     holding confidence and correctness (ties: the most items shared by two or more models)."""
-    rows = _judged(df)
+    rows = judged_rows(df)
     keys = [k for k in ("benchmark", "probe") if k in rows.columns]
     best = (0, 0, rows.iloc[:0])
     for _, g in rows.groupby(keys, observed=True, dropna=False):
@@ -204,6 +205,20 @@ def reaim(chapter: str, parameters: dict, frames: dict) -> dict:
         if "length_sources" in parameters:
             out["length_sources"] = length_sources(frames)
     return out
+
+
+def found_in_files(chapter: str, sources: list[str], given: dict) -> dict:
+    """For ``metacog chapter CHAPTER --source ...``: the parameters the chapter reads from
+    the sources' own files instead of the book's runs (reasoning_text: their answer attempts
+    and reply lengths, as :func:`reaim` finds them); a key given with ``-p`` (``given``) is
+    kept as given. A source 'file.csv:probe' is searched as the whole file."""
+    if chapter != "reasoning_text":
+        return {}
+    from metacog.data.files import split_probe
+
+    frames = load(list(dict.fromkeys(split_probe(s)[0] for s in sources)))
+    found = {"answer_sources": answer_sources(frames), "length_sources": length_sources(frames)}
+    return {k: v for k, v in found.items() if k not in given and v}
 
 
 def length_sources(frames: dict) -> list[str]:

@@ -230,13 +230,13 @@ def sentence(result: LengthComparison) -> str:
         s += (". Their stated confidence ranks correctness "
              f"with a median AUROC of {number(t['auroc_confidence'].median())}, the reply's length with "
              f"{number(t['auroc_length'].median())}; on the other folds shorter replies were right more often "
-             f"for {plural(int((t['longer_right'] < 0.5).sum()), 'model')}, longer ones for "
-             f"{int((t['longer_right'] >= 0.5).sum())}. Length minus stated confidence averages "
+             f"for {plural(int((t['longer_right'] < 0.5).sum()), 'model', zero='no')}, longer ones for "
+             f"{int((t['longer_right'] >= 0.5).sum()) or 'none'}. Length minus stated confidence averages "
              f"{number(p['mean'])} (95% CI {span(p['ci_low'], p['ci_high'])}) over the models. On the "
-             f"simultaneous intervals the stated confidence is ahead for {plural(len(behind), 'model')}, "
-             f"length for {len(ahead)}")
+             f"simultaneous intervals the stated confidence is ahead for {plural(len(behind), 'model', zero='no')}, "
+             f"length for {len(ahead) or 'none'}")
         s += (f" ({join([short_model(m) for m in ahead['model']], limit=8)})" if len(ahead) else "")
-        s += f", and the two are not told apart for {tied}."
+        s += f", and the two are not told apart for {tied or 'none'}."
         if len(ahead):
             top = float(ahead["auroc_confidence"].max())
             median = float(t["auroc_confidence"].median())
