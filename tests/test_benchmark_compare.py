@@ -145,10 +145,12 @@ def test_a_model_that_passes_the_gate_gets_a_verdict_and_one_that_fails_is_told_
     assert compare.gate_summary(table, {"sim": "bench_sim"}).startswith(
         "The one benchmark has at least one model whose answers without the context pass the adequacy gate: "
         "{doc}`Simulated <bench_sim>` (good).")
-    said = compare.verdict_summary(table, {"sim": "bench_sim"})
-    assert "Supported on {doc}`Simulated <bench_sim>` for good." in said
-    assert "for poor (answers fail the gate)" in said
-    assert "**Counterfactual judgment**: asked on no benchmark of this table." in said
+    said = compare.verdict_summary(table, {"sim": "bench_sim"}).splitlines()
+    assert said[0].startswith("| claim | decided |") and len(said) == 2 + 3  # header, rule, one row per claim
+    prospective = next(line for line in said if line.startswith("| **Prospective judgment**"))
+    assert "| supported on {doc}`Simulated <bench_sim>` (good) |" in prospective
+    assert prospective.endswith("| 1 of 2: answers fail the gate (1) |")  # poor
+    assert "| asked on no benchmark of this table | none |" in said[-1]  # no counterfactual judgment asked
 
 
 def test_the_format_rule_withholds_the_verdict_of_a_model_whose_replies_do_not_parse():

@@ -14,8 +14,8 @@ the comparison is the number on that benchmark's own page.
   its interval and counts, whether the answers without the context pass the gate (and the
   rule that failed), each verdict with its reason;
 - :func:`display_comparison` — the table for a page, one short cell per quantity;
-- :func:`gate_summary` / :func:`verdict_summary` — the sentences under it (MyST, each
-  benchmark's name a link to its page).
+- :func:`gate_summary` / :func:`verdict_summary` — the sentence and the claim-by-claim table
+  under it (MyST, each benchmark's name a link to its page).
 """
 
 from __future__ import annotations
@@ -258,40 +258,43 @@ def _claim(what: str) -> str:
                                "ranks the model's success without it above chance")}[what]
 
 
-def _models_why(g: pd.DataFrame, why: str | None) -> str:
-    """The models of one benchmark's rows, grouped by why their verdict is undecided."""
-    if why is None:
-        return phrasing.join(g["model"])
-    groups = g.groupby(g[why].fillna(""), sort=False)["model"]
-    return ", ".join(f"{phrasing.join(m)} ({w})" if w else phrasing.join(m) for w, m in groups)
+#: Why a verdict is undecided, by kind: the start of its short reason and what the table says.
+WHY_KINDS = (("format:", "replies off the format"), ("answers fail the gate", "answers fail the gate"),
+             ("interval straddles", "interval straddles its line"),
+             ("helps, but", "helps, but not shown by the margin"), ("only ", "too few right or wrong answers"))
+
+
+def _why_kind(short_why) -> str:
+    why = str(short_why or "")
+    return next((kind for start, kind in WHY_KINDS if why.startswith(start)), why or "no reason given")
 
 
 def verdict_summary(table: pd.DataFrame, pages: dict | None = None) -> str:
-    """Which verdicts are decided (supported, negligible, not supported) on which benchmark, for
-    which models, and where the data cannot tell and why, one bullet per claim (MyST)."""
-    lines = []
+    """One row per claim (MyST table): where it is decided (supported, negligible, not supported),
+    on which benchmark and for which models, and how many benchmark-and-model rows cannot tell it,
+    counted by why (the comparison table gives each row's reason with its numbers)."""
+    lines = ["| claim | decided | the data cannot tell (rows, by why) |", "|---|---|---|"]
     for what, label in (("gain", "Context gain"), ("prospective", "Prospective judgment"),
                         ("counterfactual", "Counterfactual judgment")):
         col = f"{what}_verdict"
         asked = table[table[col].notna()]
         not_asked = [_link(b, run, pages) for b, run in dict.fromkeys(zip(table["benchmark"], table["run"]))
                      if (b, run) not in set(zip(asked["benchmark"], asked["run"]))]
-        if asked.empty:
-            lines.append(f"- **{label}**: asked on no benchmark of this table.")
-            continue
-        parts = []
-        for status in STATUSES:
+        decided = []
+        for status in STATUSES[:-1]:
             rows = asked[asked[col] == status]
-            if rows.empty:
-                continue
-            why = f"{what}_short_why" if status == INSUFFICIENT else None
-            where = [f"on {_link(b, run, pages)} for {_models_why(g, why)}"
+            where = [f"{_link(b, run, pages)} ({phrasing.join(g['model'])})"
                      for (b, run), g in rows.groupby(["benchmark", "run"], sort=False)]
-            head = "the data cannot tell (insufficient evidence)" if status == INSUFFICIENT else status
-            parts.append(phrasing.capital(f"{head} {'; '.join(where)}."))
-        if not (asked[col] != INSUFFICIENT).any():
-            parts.append("No benchmark decides it for any model.")
-        if not_asked:
-            parts.append(f"Not asked on {phrasing.join(not_asked)}.")
-        lines.append(f"- **{label}** ({_claim(what)}): " + " ".join(parts))
+            decided += [f"{status} on {phrasing.join(where)}"] if where else []
+        if asked.empty:
+            decided = ["asked on no benchmark of this table"]
+        elif not decided:
+            decided = ["none: no benchmark decides it for any model"]
+        if not_asked and not asked.empty:
+            decided.append(f"not asked on {phrasing.join(not_asked)}")
+        undecided = asked[asked[col] == INSUFFICIENT]
+        kinds = undecided[f"{what}_short_why"].map(_why_kind).value_counts(sort=True)
+        told = (f"{len(undecided)} of {len(asked)}: " + ", ".join(f"{k} ({n})" for k, n in kinds.items())
+                if len(undecided) else "none")
+        lines.append(f"| **{label}**: {_claim(what)} | {'; '.join(decided)} | {told} |")
     return "\n".join(lines)
