@@ -170,3 +170,16 @@ def test_an_unknown_run_is_one_clear_error():
         compare.comparison_table({"Nope": "nope"})
     with pytest.raises(ValueError, match="at least one run"):
         compare.comparison_table({})
+
+
+def test_the_verdict_sentence_gives_each_undecided_model_its_short_reason_once():
+    """The closing sentence groups the models a verdict is withheld from by why, in a few words
+    (the verdict table beside it has the reason in full)."""
+    df = simulated()
+    twin = df[df["model"] == "sim/poor"].assign(model="sim/weak")
+    res = compare.page_results(pd.concat([df, twin], ignore_index=True), probes=["prospective"])
+    said = bp.verdict_paragraph(res.pro_v)
+    assert "the evidence is insufficient for poor and weak (answers fail the gate)" in said
+    good = [v for v in res.pro_v if v.claim.startswith("good")]
+    assert bp.verdict_paragraph(good + [v for v in res.pro_v if not v.claim.startswith("good")]).count("fail the gate") == 1
+    assert "3 correct of 60" not in said  # the full reason stays in the table

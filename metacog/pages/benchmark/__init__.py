@@ -20,6 +20,8 @@ Every number a benchmark page shows comes from here, with its interval and its n
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
@@ -28,6 +30,7 @@ from metacog.hypotheses.adequacy import MIN_CORRECT, MIN_PARSE, failed_rules, ju
 from metacog.hypotheses.common import short_model
 from metacog.pages.benchmark.gate import (GATE_FAILED, display_gate, gate_sentence,  # noqa: F401
                                           model_gate, no_signal_notice, which)
+from metacog.tidy import phrasing
 from metacog.tidy.report import fmt_ci, fmt_count, fmt_list, fmt_num, pretty
 from metacog.stats.intervals import auroc_ci, proportion_ci
 from metacog.hypotheses.verdict import (INSUFFICIENT, NEGLIGIBLE, NOT_SUPPORTED, SUPPORTED, Verdict, decide,  # noqa: F401
@@ -239,6 +242,21 @@ def judgment_verdicts(scores: pd.DataFrame, probe: str = "prospective") -> list[
     return out
 
 
+def short_why(v: Verdict) -> str:
+    """Why a verdict reads insufficient evidence, in a few words ('' for a decided one)."""
+    if v.status != INSUFFICIENT:
+        return ""
+    if v.reason.startswith("it does not follow the format"):
+        rate = re.search(r"(\d+%) of its replies parse", v.reason)
+        return f"format: {rate.group(1) if rate else 'too few'} of replies parse"
+    if v.reason.startswith(GATE_FAILED):
+        return "answers fail the gate"
+    return {"straddle": f"interval straddles {phrasing.sig(v.line)}",
+            "sesoi": f"helps, but by {fmt_num(v.margin)} or more cannot be told",
+            "counts": v.reason.split(";")[0],  # e.g. "only 2 positives"
+            "missing": "no estimate"}.get(v.basis, v.reason)
+
+
 def verdict_paragraph(verdicts: list[Verdict], probe: str = "prospective") -> str:
     """The closing sentence on one judgment probe: who passes, who fails, who cannot be told."""
     if not verdicts:
@@ -255,7 +273,12 @@ def verdict_paragraph(verdicts: list[Verdict], probe: str = "prospective") -> st
     if names[NOT_SUPPORTED]:
         s += f"; it does not for {fmt_list(names[NOT_SUPPORTED])}"
     if names[INSUFFICIENT]:
-        why = "; ".join(f"{v.claim.split(':')[0]}: {v.reason}" for v in verdicts if v.status == INSUFFICIENT)
+        by_why = {}
+        for v in verdicts:
+            if v.status == INSUFFICIENT:
+                by_why.setdefault(short_why(v), []).append(v.claim.split(":")[0])
+        why = (next(iter(by_why)) if len(by_why) == 1
+               else "; ".join(f"{fmt_list(who)}: {w}" for w, who in by_why.items()))
         s += f"; the evidence is insufficient for {fmt_list(names[INSUFFICIENT])} ({why})"
     if any("P(Yes)" in v.statistic for v in verdicts):
         return s + (". Each verdict rests on the first-token P(Yes) where the run has it, since it "

@@ -20,7 +20,6 @@ the comparison is the number on that benchmark's own page.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,7 +27,7 @@ import pandas as pd
 
 from metacog.hypotheses.common import short_model
 from metacog.hypotheses.verdict import INSUFFICIENT, NEGLIGIBLE, NOT_SUPPORTED, SUPPORTED, Verdict
-from metacog.pages.benchmark import (GAIN_MARGIN, auroc_cell, context_gain, gain_verdicts, judgment_scores,
+from metacog.pages.benchmark import (GAIN_MARGIN, short_why, auroc_cell, context_gain, gain_verdicts, judgment_scores,
                                      judgment_verdicts, model_gate, withhold_unformatted, _chosen)
 from metacog.pages.benchmark.gate import GATE_FAILED, _passes
 from metacog.tidy import phrasing
@@ -111,21 +110,6 @@ def short_rule(gate_row: dict, rules: dict | None = None) -> str:
     return "; ".join(words.get(f, f) for f in failed) or str(gate_row.get("reason", ""))
 
 
-def _why(v: Verdict) -> str:
-    """Why a verdict reads insufficient evidence, in a few words ('' for a decided one)."""
-    if v.status != INSUFFICIENT:
-        return ""
-    if v.reason.startswith("it does not follow the format"):
-        rate = re.search(r"(\d+%) of its replies parse", v.reason)
-        return f"format: {rate.group(1) if rate else 'too few'} of replies parse"
-    if v.reason.startswith(GATE_FAILED):
-        return "answers fail the gate"
-    return {"straddle": f"interval straddles {phrasing.sig(v.line)}",
-            "sesoi": f"helps, but by {fmt_num(v.margin)} or more cannot be told",
-            "counts": v.reason.split(";")[0],  # e.g. "only 2 positives"
-            "missing": "no estimate"}.get(v.basis, v.reason)
-
-
 def _by_model(verdicts: list[Verdict]) -> dict[str, Verdict]:
     return {v.claim.split(":")[0]: v for v in verdicts}
 
@@ -153,7 +137,7 @@ def model_rows(res: PageResults, benchmark: str, run: str = "") -> pd.DataFrame:
         row["gate_rule"] = short_rule(gr, rules) if gr else "no answers without the context"
         v = verdicts["gain"].get(name)
         row.update(gain_verdict=v.status if v else None, gain_why=v.reason if v else None,
-                   gain_short_why=_why(v) if v else None)
+                   gain_short_why=short_why(v) if v else None)
         for probe in JUDGMENTS:
             s = scores[probe]
             mine = s[s["model"] == model] if s is not None and len(s) else None
@@ -168,7 +152,7 @@ def model_rows(res: PageResults, benchmark: str, run: str = "") -> pd.DataFrame:
                         f"{probe}_sufficient": bool(r["sufficient"]) if r else False,
                         f"{probe}_verdict": v.status if v else None,
                         f"{probe}_why": v.reason if v else None,
-                        f"{probe}_short_why": _why(v) if v else None})
+                        f"{probe}_short_why": short_why(v) if v else None})
         rows.append(row)
     return pd.DataFrame(rows)
 
