@@ -108,3 +108,25 @@ def test_the_lead_correlates_with_the_confidence_by_construction_and_the_fair_te
     assert w.loc["length", "ci_low"] < 0 < w.loc["length", "ci_high"]  # length's own AUROC does not follow
     said = hlen.weakness_sentence(t, n_boot=500)
     assert "cannot be told" in said and "subtracting the same AUROC" in said
+
+
+def test_replies_of_one_length_have_no_direction_and_the_sentence_says_neither():
+    rows = _panel(6, conf_signal=1, length_signal=0).assign(token_length=50.0)
+    assert not hlen.length_score(rows["token_length"], rows["correct"]).any()  # every score 0: no direction
+    t = hlen.compare_lengths(rows)
+    assert (t["longer_right"] == 0).all() and (t["shorter_right"] == 0).all() and np.allclose(t["auroc_length"], 0.5)
+    r = hlen.LengthComparison(t.assign(source="flat"), {"flat": hlen.panel_mean(t)}, {}, {})
+    assert "shorter replies were right more often for no models, longer ones for none, neither for 6" in hlen.sentence(r)
+
+
+def test_a_file_with_negative_lengths_is_left_out_naming_the_column_and_the_fix(tmp_path):
+    rows = _panel(6, n=200, conf_signal=1, length_signal=1).rename(columns={"token_length": "completion_tokens"})
+    rows["probe"], rows["benchmark"] = "verbal", "planted"
+    rows.loc[::50, "completion_tokens"] = -3
+    path = tmp_path / "lengths.csv"
+    rows.to_csv(path, index=False)
+    r = hlen.analyse([f"{path}:verbal"], n_boot=200)
+    assert r.table.empty
+    (why,) = r.skipped.values()
+    assert "24 replies of negative length" in why and "completion_tokens" in why and "fix those rows" in why
+    assert hlen.verdicts(r)[0].status == INSUFFICIENT

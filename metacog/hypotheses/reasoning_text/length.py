@@ -38,31 +38,37 @@ MARGIN_WHY = ("0.02 AUROC: 2 in every 100 pairs of a right and a wrong answer or
               "book's smallest effect of interest, as for the self-minus-other contrasts")
 
 
+def fold_directions(length, correct, *, folds: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(each answer's fold, each fold's direction): +1 where, on the other folds, right answers
+    have the longer median reply, -1 where the shorter, 0 where the medians are equal. Answers
+    are split into ``folds`` groups at random, from ``seed``."""
+    x = np.asarray(length, dtype=float)
+    y = np.asarray(correct, dtype=float)
+    fold = np.random.default_rng(seed).permutation(np.arange(x.size) % folds)
+    signs = np.zeros(folds)
+    for k in range(folds):
+        right, wrong = x[(fold != k) & (y == 1)], x[(fold != k) & (y == 0)]
+        if right.size and wrong.size:
+            signs[k] = np.sign(np.median(right) - np.median(wrong))
+    return fold, signs
+
+
 def length_score(length, correct, *, folds: int = 5, seed: int = 0) -> np.ndarray:
     """Each answer's length, signed so that a higher score means "more likely right" by the
-    direction seen on the other folds (longer replies right more often there: +length; else
-    -length). Answers are split into ``folds`` groups at random, from ``seed``.
+    direction seen on the other folds (:func:`fold_directions`; 0 for a fold with no direction).
 
     >>> length_score([10, 20, 30, 40, 50, 60], [1, 1, 1, 0, 0, 0], folds=2)
     array([-10., -20., -30., -40., -50., -60.])
     """
-    x = np.asarray(length, dtype=float)
-    y = np.asarray(correct, dtype=float)
-    fold = np.random.default_rng(seed).permutation(np.arange(x.size) % folds)
-    out = np.empty_like(x)
-    for k in range(folds):
-        rest = fold != k
-        right, wrong = x[rest & (y == 1)], x[rest & (y == 0)]
-        longer = right.size and wrong.size and np.median(right) > np.median(wrong)
-        out[fold == k] = x[fold == k] if longer else -x[fold == k]
-    return out
+    fold, signs = fold_directions(length, correct, folds=folds, seed=seed)
+    return np.asarray(length, dtype=float) * signs[fold]
 
 
 def compare_lengths(rows: pd.DataFrame, *, folds: int = 5, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Per model of ``rows`` (``model``, ``correct``, ``confidence``, ``token_length``): the
     length score's AUROC against the stated confidence's on the same answers. Columns: model,
-    answers, n_pos, n_neg, median_length, longer_right (the share of answers scored in the direction
-    "longer replies are right", learned on the other folds), auroc_length, auroc_confidence, diff (length minus confidence), ci_low,
+    answers, n_pos, n_neg, median_length, longer_right and shorter_right (the share of folds for which
+    the other folds' right answers have the longer, or the shorter, median reply), auroc_length, auroc_confidence, diff (length minus confidence), ci_low,
     ci_high (DeLong, ``level``), sim_low, sim_high (simultaneous over the models: each at
     1 - (1 - level) / models). Models with fewer than :data:`MIN_CLASS` right or wrong answers
     are left out. Sorted by diff."""
@@ -80,14 +86,15 @@ def compare_lengths(rows: pd.DataFrame, *, folds: int = 5, seed: int = 0, level:
     for m, g in groups:
         y = (g["correct"] > 0).to_numpy(dtype=float)
         score = length_score(g[LENGTH], y, folds=folds, seed=seed)
+        signs = fold_directions(g[LENGTH], y, folds=folds, seed=seed)[1]
         conf = g["confidence"].to_numpy(dtype=float)
         r, s = delong_paired(y, score, conf, ci=level), delong_paired(y, score, conf, ci=wide)
         out.append({"model": m, "answers": r["n_items"], "n_pos": r["n_pos"], "n_neg": r["n_neg"],
                     "median_length": float(g[LENGTH].median()),
-                    "longer_right": float(np.mean(score == g[LENGTH].to_numpy(dtype=float))),
+                    "longer_right": float(np.mean(signs > 0)), "shorter_right": float(np.mean(signs < 0)),
                     "auroc_length": r["auroc_a"], "auroc_confidence": r["auroc_b"], "diff": r["diff"],
                     "ci_low": r["ci_low"], "ci_high": r["ci_high"], "sim_low": s["ci_low"], "sim_high": s["ci_high"]})
-    cols = ["model", "answers", "n_pos", "n_neg", "median_length", "longer_right", "auroc_length",
+    cols = ["model", "answers", "n_pos", "n_neg", "median_length", "longer_right", "shorter_right", "auroc_length",
             "auroc_confidence", "diff", "ci_low", "ci_high", "sim_low", "sim_high"]
     return pd.DataFrame(out, columns=cols).sort_values("diff", ignore_index=True)
 
@@ -133,6 +140,7 @@ def analyse(sources, *, min_conformance: float = 0.8, folds: int = 5, seed: int 
     gate, :func:`metacog.hypotheses.reasoning_text.gate_models`) and :func:`panel_mean` over them."""
     from metacog.data import load_responses
     from metacog.hypotheses.reasoning_text import gate_models, shown_source, split_source
+    from metacog.tidy.phrasing import plural
 
     tables, panel, gates, skipped = [], {}, {}, {}
     for given in sources:
@@ -146,6 +154,10 @@ def analyse(sources, *, min_conformance: float = 0.8, folds: int = 5, seed: int 
         if column is None:
             skipped[src] = (f"{src} records no reply lengths (no {' or '.join(LENGTH_COLUMNS)} column with "
                             f"values under the probe {probe})")
+            continue
+        if (negative := int((pd.to_numeric(full[column], errors="coerce") < 0).sum())):
+            skipped[src] = (f"{src} has {plural(negative, 'reply', 'replies')} of negative length in its column "
+                            f"{column}, which counts tokens: fix those rows or drop the column")
             continue
         kept, gates[src] = gate_models(full, probe, min_conformance=min_conformance)
         use = full[full["model"].isin(kept)]
@@ -208,7 +220,8 @@ def sentence(result: LengthComparison) -> str:
         ahead, behind = t.loc[side == "length ahead"], t.loc[side == "confidence ahead"]
         tied = int((side == "not told apart").sum())
         of = len(gate) if gate is not None else len(t)
-        s = (f"On {src}, " + ("its one model is" if of == len(t) == 1 else f"all {of} of its models are"
+        s = (f"On {src}, " + ("its one model is" if of == len(t) == 1 else "both its models are" if of == len(t) == 2
+                              else f"all {of} of its models are"
                               if of == len(t) else f"{len(t)} of its {plural(of, 'model')} {verb(len(t), 'is', 'are')}")
              + " compared")
         if gate is not None and len(gate) > len(t):
@@ -229,9 +242,11 @@ def sentence(result: LengthComparison) -> str:
             continue
         s += (". Their stated confidence ranks correctness "
              f"with a median AUROC of {number(t['auroc_confidence'].median())}, the reply's length with "
-             f"{number(t['auroc_length'].median())}; on the other folds shorter replies were right more often "
-             f"for {plural(int((t['longer_right'] < 0.5).sum()), 'model', zero='no')}, longer ones for "
-             f"{int((t['longer_right'] >= 0.5).sum()) or 'none'}. Length minus stated confidence averages "
+             f"{number(t['auroc_length'].median())}; on most folds shorter replies were right more often "
+             f"for {plural(int((t['shorter_right'] > 0.5).sum()), 'model', zero='no')}, longer ones for "
+             f"{int((t['longer_right'] > 0.5).sum()) or 'none'}"
+             + (f", neither for {neither}" if (neither := int(((t['longer_right'] <= 0.5) & (t['shorter_right'] <= 0.5)).sum())) else "")
+             + ". Length minus stated confidence averages "
              f"{number(p['mean'])} (95% CI {span(p['ci_low'], p['ci_high'])}) over the models. On the "
              f"simultaneous intervals the stated confidence is ahead for {plural(len(behind), 'model', zero='no')}, "
              f"length for {len(ahead) or 'none'}")
