@@ -130,3 +130,10 @@ def test_a_file_with_negative_lengths_is_left_out_naming_the_column_and_the_fix(
     (why,) = r.skipped.values()
     assert "24 replies of negative length" in why and "completion_tokens" in why and "fix those rows" in why
     assert hlen.verdicts(r)[0].status == INSUFFICIENT
+
+
+def test_the_weakness_test_says_so_when_every_model_reads_the_same():
+    t = hlen.compare_lengths(_panel(6, conf_signal=1, length_signal=0).assign(token_length=50.0))
+    assert t["auroc_length"].nunique() == 1  # every length AUROC is 0.5: nothing to rank
+    said = hlen.weakness_sentence(t.assign(source="flat"), n_boot=200)
+    assert said == "On flat the models' AUROCs do not vary, so there is no ranking to correlate."

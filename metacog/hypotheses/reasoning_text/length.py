@@ -310,8 +310,9 @@ def weakness(table: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0, level: f
                 i = rng.integers(0, a.size, a.size)
                 if np.ptp(a[i]) > 0 and np.ptp(y[i]) > 0:
                     boots.append(spearmanr(a[i], y[i])[0])
-            lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
-            row.update(rho=float(spearmanr(a, y)[0]), ci_low=float(lo), ci_high=float(hi))
+            if boots and np.ptp(a) > 0 and np.ptp(y) > 0:  # no ranking when every model reads the same
+                lo, hi = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2])
+                row.update(rho=float(spearmanr(a, y)[0]), ci_low=float(lo), ci_high=float(hi))
         out.append(row)
     return pd.DataFrame(out).set_index("against")
 
@@ -325,9 +326,10 @@ def weakness_sentence(table: pd.DataFrame, **kw) -> str:
     for src, t in table.groupby("source", sort=False) if len(table) else []:
         w = weakness(t, **kw)
         lead, own = w.loc["lead"], w.loc["length"]
-        if np.isnan(lead["rho"]):
+        if np.isnan(lead["rho"]) or np.isnan(own["rho"]):
             out.append(f"On {src} there are {int(lead['models'])} models, fewer than the {MIN_MODELS} a correlation "
-                       f"across models needs.")
+                       f"across models needs." if lead["models"] < MIN_MODELS else
+                       f"On {src} the models' AUROCs do not vary, so there is no ranking to correlate.")
             continue
         ci = lambda r: (f"{number(r['rho'])} (95% CI "  # noqa: E731 (digits enough to keep the ends off 0)
                         f"{span(r['ci_low'], r['ci_high'], separating_digits(r['ci_low'], r['ci_high'], [0.0], 2))})")
