@@ -17,6 +17,7 @@ import pandas as pd
 from metacog.hypotheses.reasoning_text import probe as text_probe
 from metacog.memo import memo
 from metacog.hypotheses.adequacy import ungated
+from metacog.data.files import split_probe
 from metacog.hypotheses.common import ChapterResult, chapter_result, short_model
 from metacog.tidy.report import fmt_list, pretty
 from metacog.stats.intervals import auroc_ci
@@ -37,9 +38,8 @@ def judgment_name(column: str, values) -> str:
 
 
 def split_source(source: str) -> tuple[str, str | None]:
-    """'squad:prospective' -> ('squad', 'prospective'); a name or path without ':' -> (it, None)."""
-    base, sep, probe = str(source).rpartition(":")
-    return (base, probe) if sep and "/" not in probe else (str(source), None)
+    """'squad:prospective' -> ('squad', 'prospective'), as :func:`metacog.data.files.split_probe` reads it."""
+    return split_probe(str(source))
 
 
 def shown_source(source: str) -> str:

@@ -67,9 +67,9 @@ def length_score(length, correct, *, folds: int = 5, seed: int = 0) -> np.ndarra
 def compare_lengths(rows: pd.DataFrame, *, folds: int = 5, seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """Per model of ``rows`` (``model``, ``correct``, ``confidence``, ``token_length``): the
     length score's AUROC against the stated confidence's on the same answers. Columns: model,
-    answers, n_pos, n_neg, median_length, longer_right and shorter_right (the share of folds for which
-    the other folds' right answers have the longer, or the shorter, median reply), auroc_length, auroc_confidence, diff (length minus confidence), ci_low,
-    ci_high (DeLong, ``level``), sim_low, sim_high (simultaneous over the models: each at
+    answers, n_pos, n_neg, median_length, longer_right and shorter_right (the share of folds for
+    which the other folds' right answers have the longer, or the shorter, median reply),
+    auroc_length, auroc_confidence, diff (length minus confidence), ci_low, ci_high (DeLong, ``level``), sim_low, sim_high (simultaneous over the models: each at
     1 - (1 - level) / models). Models with fewer than :data:`MIN_CLASS` right or wrong answers
     are left out. Sorted by diff."""
     need = {"model", "correct", "confidence", LENGTH}
@@ -85,8 +85,8 @@ def compare_lengths(rows: pd.DataFrame, *, folds: int = 5, seed: int = 0, level:
     out = []
     for m, g in groups:
         y = (g["correct"] > 0).to_numpy(dtype=float)
-        score = length_score(g[LENGTH], y, folds=folds, seed=seed)
-        signs = fold_directions(g[LENGTH], y, folds=folds, seed=seed)[1]
+        fold, signs = fold_directions(g[LENGTH], y, folds=folds, seed=seed)
+        score = g[LENGTH].to_numpy(dtype=float) * signs[fold]  # length_score, from the directions kept
         conf = g["confidence"].to_numpy(dtype=float)
         r, s = delong_paired(y, score, conf, ci=level), delong_paired(y, score, conf, ci=wide)
         out.append({"model": m, "answers": r["n_items"], "n_pos": r["n_pos"], "n_neg": r["n_neg"],
@@ -245,7 +245,8 @@ def sentence(result: LengthComparison) -> str:
              f"{number(t['auroc_length'].median())}; on most folds shorter replies were right more often "
              f"for {plural(int((t['shorter_right'] > 0.5).sum()), 'model', zero='no')}, longer ones for "
              f"{int((t['longer_right'] > 0.5).sum()) or 'none'}"
-             + (f", neither for {neither}" if (neither := int(((t['longer_right'] <= 0.5) & (t['shorter_right'] <= 0.5)).sum())) else "")
+             + (f", neither for {neither}" if (neither := int((t[['longer_right', 'shorter_right']] <= 0.5)
+                                                              .all(axis=1).sum())) else "")
              + ". Length minus stated confidence averages "
              f"{number(p['mean'])} (95% CI {span(p['ci_low'], p['ci_high'])}) over the models. On the "
              f"simultaneous intervals the stated confidence is ahead for {plural(len(behind), 'model', zero='no')}, "

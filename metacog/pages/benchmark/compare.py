@@ -27,9 +27,9 @@ import pandas as pd
 
 from metacog.hypotheses.common import short_model
 from metacog.hypotheses.verdict import INSUFFICIENT, NEGLIGIBLE, NOT_SUPPORTED, SUPPORTED, Verdict
-from metacog.pages.benchmark import (GAIN_MARGIN, short_why, auroc_cell, context_gain, gain_verdicts, judgment_scores,
-                                     judgment_verdicts, model_gate, withhold_unformatted, _chosen)
-from metacog.pages.benchmark.gate import GATE_FAILED, _passes
+from metacog.pages.benchmark import (GAIN_MARGIN, auroc_cell, context_gain, gain_verdicts, judgment_scores,
+                                     judgment_verdicts, model_gate, short_why, withhold_unformatted, _chosen)
+from metacog.pages.benchmark.gate import _passes
 from metacog.tidy import phrasing
 from metacog.tidy.report import fmt_ci, fmt_num, pretty
 
