@@ -68,9 +68,8 @@ def _show_sources_as_given(executed: Path, given: dict[str, str]) -> None:
     nb = nbformat.read(executed, as_version=4)
     for cell in nb.cells:
         if "injected-parameters" in cell.metadata.get("tags", []):
-            for absolute, typed in changed.items():
-                cell.source = cell.source.replace(repr(absolute), repr(typed)).replace(
-                    f'"{absolute}"', f'"{typed}"')
+            for absolute, typed in changed.items():  # also as 'path:probe' (length_sources, answer_sources)
+                cell.source = re.sub(rf"""(["']){re.escape(absolute)}(?=["':])""", lambda m: m[1] + typed, cell.source)
     nbformat.write(nb, executed)
 
 

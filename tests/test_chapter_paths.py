@@ -73,3 +73,21 @@ def test_a_relative_file_with_a_probe_after_it_is_made_absolute_and_keeps_its_pr
     assert source_arg("odd.csv:prospective", tmp_path) == f"{tmp_path / 'odd.csv'}:prospective"
     assert source_arg("odd.csv", tmp_path) == str(tmp_path / "odd.csv")
     assert source_arg("squad:prospective", tmp_path) == "squad:prospective"  # a run name stays a name
+
+
+@pytest.mark.slow
+def test_a_file_found_for_the_reply_length_section_is_named_by_its_file_name_only(tmp_path):
+    """metacog chapter reasoning_text finds the file's reply lengths itself ('path:probe' in
+    length_sources); the parameters cell shows that entry by the file's name, as it does sources."""
+    from metacog.power.examples import example_responses
+
+    folder = tmp_path / FOLDER
+    folder.mkdir()
+    rows = example_responses(n_models=6, n_items=100, seed=2)
+    rows["completion_tokens"] = (80 - 30 * rows["correct"].astype(float)).astype(int)
+    path = folder / "lengths z.csv"
+    rows.to_csv(path, index=False)
+    page = chapter.run("reasoning_text", [str(path)], tmp_path / "out", parameters={"n_boot": 200}).page
+    html = page.read_text()
+    assert FOLDER not in html and str(folder) not in html, "a folder of the user's machine is on the page"
+    assert "lengths z.csv:verbal_confidence" in html
